@@ -1,0 +1,59 @@
+"""The `vibe-rl` command line. Each command group lives in its own module and is
+registered here; modules import their heavy dependencies inside the commands."""
+
+from __future__ import annotations
+
+import typer
+
+from vibe_rl import __version__
+
+app = typer.Typer(
+    name="vibe-rl",
+    help="From an RL idea to a running GRPO training in minutes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"vibe-rl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """vibe-rl: new (spec -> project), run (tmux autopilot), doctor, swarm (server), model, skills."""
+
+
+_registered = False
+
+
+def get_app() -> typer.Typer:
+    """The app with every command group registered (idempotent)."""
+    global _registered
+    if _registered:
+        return app
+    _registered = True
+    for name in ("model", "swarm", "new", "doctor", "run", "skills"):
+        try:
+            module = __import__(f"vibe_rl.cli.{name}", fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"vibe_rl.cli.{name}":
+                raise
+            continue
+        module.register(app)
+    return app
+
+
+def main() -> None:
+    from vibe_rl.errors import VibeRLError
+
+    try:
+        get_app()()
+    except VibeRLError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise SystemExit(2) from None

@@ -1,0 +1,27 @@
+"""Pure pydantic types shared by every layer (no heavy imports)."""
+
+from vibe_rl.schema.job import (
+    CollectionPolicy,
+    EngineConfig,
+    ExperimentConfig,
+    LoraConfig,
+    RolloutConfig,
+    StaticModel,
+    TrainConfig,
+    TrainJob,
+)
+from vibe_rl.schema.task import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
+
+__all__ = [
+    "CollectionPolicy",
+    "EngineConfig",
+    "ExperimentConfig",
+    "LoraConfig",
+    "OpenaiBaseUrlAndApiKey",
+    "RolloutConfig",
+    "StaticModel",
+    "Task",
+    "TrainConfig",
+    "TrainJob",
+    "WorkflowOutput",
+]

@@ -1,0 +1,102 @@
+"""The training job a client syncs to a swarm server (loadable from YAML)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from vibe_rl.config import load_config
+
+
+class LoraConfig(BaseModel):
+    rank: int = Field(default=0, ge=0, description="LoRA rank; 0 trains all weights")
+    alpha: int = Field(default=32, description="LoRA alpha")
+    dropout: float = Field(default=0.0, description="LoRA dropout")
+    target_modules: list[str] | str = Field(default="all-linear", description="Modules LoRA adapts")
+
+
+class EngineConfig(BaseModel):
+    path: str = Field(default="tiny", description="HF causal-LM directory, or 'tiny' for the offline tiny model")
+    engine: Literal["torch", "vllm", "verl"] = Field(default="torch", description="Inference/training backend")
+    device: str = Field(default="auto", description="'auto' (cuda if available, else cpu), 'cpu', 'cuda', 'cuda:1'")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="auto", description="'auto' is float32 on CPU and bfloat16 on GPU")
+    max_model_len: int = Field(default=4096, ge=16, description="Longest prompt+response in tokens")
+    max_batch_size: int = Field(default=64, ge=1, description="Most sequences one generate batch holds")
+    lora: LoraConfig = Field(default_factory=LoraConfig, description="Optional LoRA adapter")
+    seed: int = Field(default=0, description="Seed for sampling and init")
+    cache_dir: str | None = Field(default=None, description="Where the tiny model is cached (default ~/.cache/vibe-rl)")
+
+
+class RolloutConfig(BaseModel):
+    temperature: float = Field(default=1.0, ge=0, description="Default sampling temperature")
+    top_p: float = Field(default=1.0, gt=0, le=1, description="Default nucleus sampling mass")
+    max_tokens: int = Field(default=512, ge=1, description="Default cap on tokens per LLM call")
+
+
+class CollectionPolicy(str, Enum):
+    tasks = "tasks"  # batch_size tasks, each with grpo_n episodes
+    non_dummy_tasks = "non_dummy_tasks"  # only tasks whose rewards differ count
+    episodes = "episodes"  # batch_size * grpo_n episodes, any tasks
+
+
+class TrainConfig(BaseModel):
+    batch_size: int = Field(default=4, ge=1, description="Tasks (GRPO groups) per weight update")
+    grpo_n: int = Field(default=4, ge=1, description="Episodes per task (GRPO group size)")
+    policy: CollectionPolicy = Field(default=CollectionPolicy.tasks, description="When the pool triggers an update")
+    lr: float = Field(default=1e-6, gt=0, description="Learning rate (AdamW)")
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay")
+    clip_eps: float = Field(default=0.2, ge=0, description="PPO-style ratio clip epsilon")
+    kl_coef: float = Field(default=0.0, ge=0, description="KL-to-reference coefficient; 0 disables (and skips the ref model)")
+    micro_batch_size: int = Field(default=4, ge=1, description="Sequences per forward/backward")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient norm clip")
+    max_samples: int = Field(default=256, ge=1, description="Cap on samples per update; extra ones are dropped and counted")
+    save_freq: int = Field(default=5, ge=0, description="Checkpoint every N steps (0: never)")
+    total_steps: int = Field(default=0, ge=0, description="Stop updating after N steps (0: no limit)")
+
+
+class ExperimentConfig(BaseModel):
+    name: str = Field(default="vibe_rl", description="Experiment name")
+    dir: str = Field(default="experiments/vibe_rl", description="Checkpoints, SQLite episodes and logs go here")
+
+
+class StaticModel(BaseModel):
+    """A non-trained model that episodes may call by name; the server forwards those calls."""
+
+    name: str = Field(description="The `model=` name clients use, e.g. 'qwen-max'")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible URL; None serves a frozen local copy")
+    base_url_env: str | None = Field(default=None, description="Env var holding the base URL (read at server start)")
+    api_key_env: str | None = Field(default=None, description="Env var holding the API key (never logged)")
+    upstream_model: str | None = Field(default=None, description="Model name sent upstream (default: `name`)")
+    local_path: str | None = Field(
+        default=None, description="Frozen local model served when no URL/key is available (default: the trainable path)")
+
+
+class TrainJob(BaseModel):
+    """Everything the server needs to start training; the client sends it with start."""
+
+    model: EngineConfig = Field(default_factory=EngineConfig, description="Trainable model and backend")
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="Sampling defaults")
+    train: TrainConfig = Field(default_factory=TrainConfig, description="GRPO and optimiser settings")
+    experiment: ExperimentConfig = Field(default_factory=ExperimentConfig, description="Where outputs go")
+    static_models: list[StaticModel] = Field(default_factory=list, description="Opponent models served by name")
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: list[str] | None = None) -> TrainJob:
+        return load_config(cls, path, overrides)
+
+    # Short names used by the reference tutorial's client code.
+    @property
+    def batch_size(self) -> int:
+        return self.train.batch_size
+
+    @property
+    def num_repeat(self) -> int:
+        return self.train.grpo_n
+
+    @property
+    def grpo_n(self) -> int:
+        return self.train.grpo_n

@@ -1,0 +1,51 @@
+"""What a client hands the swarm: tasks, episode credentials and episode results."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+
+class Task(BaseModel):
+    """One training task. Episodes that share a `task_id` form one GRPO group."""
+
+    task_id: str = Field(description="Stable, non-empty id of the task (e.g. the episode seed); the GRPO group key")
+    main_query: str = Field(default="", description="The task's main prompt or a short summary of it")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form task data (words, seed, ...)")
+
+    @field_validator("task_id", mode="before")
+    @classmethod
+    def _non_empty(cls, value: Any) -> str:
+        text = "" if value is None else str(value)
+        if not text.strip():
+            raise ValueError(
+                "task_id is empty. GRPO compares episodes of the same task, so every task needs its own "
+                "non-empty id; use the episode's seed, e.g. Task(task_id=str(seed), ...)"
+            )
+        return text
+
+
+class WorkflowOutput(BaseModel):
+    """The result of one episode, reported to the server that served its trainable calls."""
+
+    reward: float = Field(description="Finite scalar reward of the episode for this server's model")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form episode info (winner, rounds, ...)")
+
+    @field_validator("reward", mode="before")
+    @classmethod
+    def _finite(cls, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"reward must be a finite number, got {type(value).__name__} {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"reward must be a finite number, got {value!r}; clamp or replace NaN/inf before end_episode")
+        return float(value)
+
+
+class OpenaiBaseUrlAndApiKey(BaseModel):
+    """Credentials of one episode: use them with `openai.OpenAI(base_url=..., api_key=...)`."""
+
+    base_url: str = Field(description="OpenAI-compatible base URL, ending in /v1")
+    api_key: str = Field(description="Random key that belongs to this episode alone")
+    model: str = Field(description="Model name to pass as `model=` for the trainable model")
