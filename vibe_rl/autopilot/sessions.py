@@ -1,0 +1,129 @@
+"""tmux sessions on libtmux: one per server and one for the client.
+
+Each session runs a plain bash; the command is written to a launcher script
+(`DIR/logs/<session>.sh`) and typed into the pane, so a person who attaches can
+rerun it with the up arrow. Pane output is also appended to `DIR/logs/<session>.log`
+through `tmux pipe-pane`. After the command the launcher prints an exit marker
+the watcher reads (`__VIBE_RL_EXIT__ <status>`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vibe_rl.autopilot.diagnose import EXIT_MARK
+from vibe_rl.errors import VibeRLError
+from vibe_rl.extras import require
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][A-Za-z0-9]|\r")
+# Not forwarded into sessions: tmux's own variables and per-shell state.
+_START_MARK = "===== vibe-rl: session"
+_MAX_READ = 4 << 20  # bytes of a log read at most (its tail)
+_SKIP_ENV = {"TMUX", "TMUX_PANE", "PWD", "OLDPWD", "SHLVL", "_", "PS1", "PROMPT_COMMAND"}
+
+
+class SessionError(VibeRLError, RuntimeError):
+    """A tmux session could not be started or read."""
+
+
+@dataclass
+class SessionSpec:
+    """What one tmux session runs."""
+
+    name: str
+    command: str
+    cwd: Path
+    log_dir: Path
+    env: dict[str, str] = field(default_factory=dict)  # non-secret, written into the launcher
+    path_prefix: str = ""  # prepended to PATH (a venv's bin)
+
+    @property
+    def log(self) -> Path:
+        return self.log_dir / f"{self.name}.log"
+
+    @property
+    def launcher(self) -> Path:
+        return self.log_dir / f"{self.name}.sh"
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+class TmuxSessions:
+    """Start, read and stop named tmux sessions (optionally on a private tmux socket)."""
+
+    def __init__(self, socket_name: str | None = None):
+        self.socket_name = socket_name or os.environ.get("VIBE_RL_TMUX_SOCKET") or None
+        libtmux = require("libtmux", "the tmux sessions of `vibe-rl run`")
+        self._server = libtmux.Server(socket_name=self.socket_name)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self, spec: SessionSpec) -> None:
+        """(Re)start `spec.name`: kill a previous session of that exact name, then run the command."""
+        self.stop(spec.name)
+        spec.log_dir.mkdir(parents=True, exist_ok=True)
+        self._write_launcher(spec)
+        with spec.log.open("a", encoding="utf-8") as fh:  # a restart appends; readers start at the mark
+            fh.write(f"\n{_START_MARK} {spec.name} started {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n")
+        env = {k: v for k, v in os.environ.items() if k not in _SKIP_ENV}
+        try:
+            session = self._server.new_session(
+                session_name=spec.name, start_directory=str(spec.cwd),
+                window_command="bash --noprofile --norc", environment=env, x=200, y=50)
+        except Exception as exc:  # libtmux raises its own exception types
+            raise SessionError(f"Could not start tmux session {spec.name}: {exc}. Is tmux installed?") from exc
+        pane = session.active_pane
+        pane.cmd("pipe-pane", "-o", f"cat >> {shlex.quote(str(spec.log))}")
+        pane.send_keys(f"bash {shlex.quote(str(spec.launcher))}", enter=True)
+
+    def stop(self, name: str) -> bool:
+        """Kill the session called exactly `name`; True if there was one."""
+        if not self.exists(name):
+            return False
+        self._server.cmd("kill-session", "-t", f"={name}")
+        return True
+
+    def exists(self, name: str) -> bool:
+        return self._server.cmd("has-session", "-t", f"={name}").returncode == 0
+
+    # -- reading -----------------------------------------------------------------------------
+    def read_log(self, spec: SessionSpec, since_start: bool = True) -> str:
+        """The session's output (ANSI stripped); by default only what its latest start wrote."""
+        if not spec.log.exists():
+            return ""
+        with spec.log.open("rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - _MAX_READ))
+            text = fh.read().decode("utf-8", "replace")
+        if since_start and _START_MARK in text:
+            text = text[text.rindex(_START_MARK):]
+        return strip_ansi(text)
+
+    def capture(self, name: str, lines: int = 200) -> str:
+        """What the pane shows now (a fallback when the log is empty)."""
+        if not self.exists(name):
+            return ""
+        res = self._server.cmd("capture-pane", "-p", "-J", "-S", f"-{lines}", "-t", f"={name}:")
+        return strip_ansi("\n".join(res.stdout))
+
+    def attach_hint(self, name: str) -> str:
+        sock = f"-L {self.socket_name} " if self.socket_name else ""
+        return f"tmux {sock}attach -t {name}"
+
+    # -- helpers -----------------------------------------------------------------------------
+    @staticmethod
+    def _write_launcher(spec: SessionSpec) -> None:
+        lines = ["#!/usr/bin/env bash", f"# vibe-rl autopilot launcher for tmux session {spec.name}",
+                 f"cd {shlex.quote(str(spec.cwd))}"]
+        if spec.path_prefix:
+            lines.append(f'export PATH={shlex.quote(spec.path_prefix)}:"$PATH"')
+        lines += [f"export {k}={shlex.quote(v)}" for k, v in spec.env.items()]
+        lines += [f"echo {shlex.quote('[vibe-rl] ' + spec.name + ': ' + spec.command)}",
+                  spec.command, f'echo "{EXIT_MARK} $?"']
+        spec.launcher.write_text("\n".join(lines) + "\n", encoding="utf-8")
