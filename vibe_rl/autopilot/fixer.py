@@ -1,0 +1,183 @@
+"""Fixes as search/replace edits: ask the LLM, check every path, apply, commit.
+
+Answer format the LLM is asked for (one or more blocks):
+
+    WHY: <one line: the cause and the fix>
+    agent_run.py
+    <<<<<<< SEARCH
+    <exact lines from the file>
+    =======
+    <replacement lines>
+    >>>>>>> REPLACE
+
+Edits may only touch files inside the project folder (not .git/, venvs or logs/); an answer
+with any other path is refused as a whole, so a fix is never half applied.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vibe_rl.autopilot.diagnose import Diagnosis
+from vibe_rl.errors import VibeRLError
+
+_BLOCK = re.compile(r"(?P<head>[^\n]*)\n<{5,9} SEARCH\n(?P<search>.*?)\n?={5,9}\n(?P<replace>.*?)\n?>{5,9} REPLACE",
+                    re.S)
+_PROTECTED = (".git", "logs", "experiments")
+MAX_FILE_CHARS = 12000
+
+SYSTEM = (
+    "You fix bugs in a small reinforcement-learning project (a swarm client and its config) so that "
+    "training starts. Answer ONLY with a line 'WHY: <cause and fix in one line>' followed by one or more "
+    "search/replace blocks, each preceded by the file path relative to the project folder:\n"
+    "path/to/file.py\n<<<<<<< SEARCH\n<exact existing lines>\n=======\n<new lines>\n>>>>>>> REPLACE\n"
+    "The SEARCH text must match the file exactly once. Keep edits minimal. Only files inside the project "
+    "folder can be edited."
+)
+
+
+class FixRefusedError(VibeRLError, PermissionError):
+    """An edit aimed at a file outside the project folder (or at a protected one)."""
+
+
+class EditError(VibeRLError, ValueError):
+    """An edit could not be applied (no SEARCH match, or several)."""
+
+
+@dataclass
+class Edit:
+    path: str
+    search: str
+    replace: str
+
+
+@dataclass
+class Fix:
+    why: str
+    edits: list[Edit] = field(default_factory=list)
+
+
+def parse_fix(answer: str) -> Fix:
+    """WHY line plus every search/replace block of an LLM answer."""
+    text = re.sub(r"^```[\w-]*\n|^```\s*$", "", answer.replace("\r\n", "\n"), flags=re.M)
+    why = next((m[1].strip() for m in re.finditer(r"^WHY:\s*(.+)$", text, re.M)), "")
+    edits = []
+    for m in _BLOCK.finditer(text):
+        head = m["head"].strip().strip("`*").removeprefix("File:").removeprefix("file:").strip()
+        edits.append(Edit(head, m["search"], m["replace"]))
+    if not edits:
+        raise EditError("the answer holds no search/replace block; nothing to apply")
+    return Fix(why or "autopilot fix", edits)
+
+
+def resolve_inside(project_dir: Path, path: str) -> Path:
+    """The absolute file `path` names, or FixRefusedError when it is not inside the project."""
+    root = Path(project_dir).resolve()
+    if not path:
+        raise FixRefusedError("an edit names no file; refused")
+    target = (Path(path) if Path(path).is_absolute() else root / path).resolve()
+    if target == root or root not in target.parents:
+        raise FixRefusedError(f"edit of {path!r} refused: it is outside the project folder {root}")
+    first = target.relative_to(root).parts[0]
+    if first in _PROTECTED or first.startswith(".venv"):
+        raise FixRefusedError(f"edit of {path!r} refused: {first}/ is managed by vibe-rl, not by fixes")
+    return target
+
+
+def apply_fix(project_dir: Path, fix: Fix) -> list[Path]:
+    """Check every edit first, then write them all. Returns the changed files."""
+    new_text: dict[Path, str] = {}
+    for edit in fix.edits:
+        target = resolve_inside(project_dir, edit.path)  # raises before anything is written
+        text = new_text.get(target)
+        if text is None:
+            text = target.read_text(encoding="utf-8") if target.exists() else ""
+        if not edit.search.strip():
+            if target.exists() and text.strip():
+                raise EditError(f"{edit.path}: an empty SEARCH only creates new files, and this one exists")
+            new_text[target] = edit.replace + ("\n" if not edit.replace.endswith("\n") else "")
+            continue
+        count = text.count(edit.search)
+        if count != 1:
+            raise EditError(f"{edit.path}: the SEARCH text matches {count} times (it must match exactly once):\n"
+                            f"{edit.search[:400]}")
+        new_text[target] = text.replace(edit.search, edit.replace, 1)
+    for target, text in new_text.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return list(new_text)
+
+
+# ---- git -----------------------------------------------------------------------------------------
+_IDENTITY = ["-c", "user.name=vibe-rl autopilot", "-c", "user.email=autopilot@vibe-rl.invalid"]
+_GITIGNORE = "logs/\n.venv-*/\nexperiments/\n__pycache__/\n*.pyc\n"
+
+
+def _git(project_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *_IDENTITY, *args], cwd=project_dir, capture_output=True, text=True)
+
+
+def ensure_git(project_dir: Path) -> None:
+    """Make the project its own git repository (with a baseline commit) if it is not one yet."""
+    project_dir = Path(project_dir)
+    if (project_dir / ".git").exists():
+        return
+    _git(project_dir, "init", "-q")
+    ignore = project_dir / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text(_GITIGNORE)
+    _git(project_dir, "add", "-A")
+    _git(project_dir, "commit", "-q", "--allow-empty", "-m", "vibe-rl autopilot: baseline before fixes")
+
+
+def commit_fix(project_dir: Path, files: list[Path], fix: Fix, diagnosis: Diagnosis) -> str:
+    """Commit the changed files; the message says what changed and why. Returns the commit hash."""
+    project_dir = Path(project_dir).resolve()
+    ensure_git(project_dir)
+    rel = [str(f.resolve().relative_to(project_dir)) for f in files]
+    where = f" ({Path(diagnosis.file).name}:{diagnosis.line})" if diagnosis.file else ""
+    message = (f"autopilot fix: {fix.why}\n\nWhat: edited {', '.join(rel)}\n"
+               f"Why: {diagnosis.kind}{where}: {diagnosis.summary}\n")
+    _git(project_dir, "add", "--", *rel)
+    res = _git(project_dir, "commit", "-q", "-m", message, "--", *rel)
+    if res.returncode != 0:
+        raise VibeRLError(f"git commit of the fix failed in {project_dir}: {res.stderr.strip() or res.stdout}")
+    return _git(project_dir, "rev-parse", "--short", "HEAD").stdout.strip()
+
+
+# ---- the prompt ----------------------------------------------------------------------------------
+def build_prompt(project_dir: Path, diagnosis: Diagnosis, spec_json: str = "", history: list[str] | None = None,
+                 focus: list[str] | None = None) -> str:
+    """The failure, the files it names (plus `focus` files), the TaskSpec, and earlier attempts."""
+    project_dir = Path(project_dir).resolve()
+    names: list[str] = []
+    if diagnosis.file:
+        try:
+            names.append(str(Path(diagnosis.file).resolve().relative_to(project_dir)))
+        except ValueError:
+            pass
+    for text in (diagnosis.excerpt,):  # other project files named in the traceback
+        for m in re.finditer(r'File "([^"]+)"', text):
+            try:
+                names.append(str(Path(m[1]).resolve().relative_to(project_dir)))
+            except ValueError:
+                continue
+    names += focus or []
+    files = [n for i, n in enumerate(names) if n not in names[:i] and (project_dir / n).is_file()]
+    listing = sorted(str(p.relative_to(project_dir)) for p in project_dir.rglob("*")
+                     if p.is_file() and not any(part.startswith((".git", ".venv", "logs", "experiments",
+                                                                  "__pycache__"))
+                                                for part in p.relative_to(project_dir).parts))
+    parts = [f"# Failure\n{diagnosis.render()}", f"# Project files\n" + "\n".join(listing)]
+    for name in files:
+        body = (project_dir / name).read_text(encoding="utf-8", errors="replace")[:MAX_FILE_CHARS]
+        parts.append(f"# {name}\n```\n{body}\n```")
+    if spec_json:
+        parts.append(f"# TaskSpec (task_spec.json)\n```json\n{spec_json[:MAX_FILE_CHARS]}\n```")
+    if history:
+        parts.append("# Earlier attempts (they did not fix it)\n" + "\n".join(f"- {h}" for h in history))
+    parts.append("Answer with WHY: and search/replace blocks only.")
+    return "\n\n".join(parts)
