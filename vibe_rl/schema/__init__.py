@@ -10,6 +10,7 @@ from vibe_rl.schema.job import (
     TrainConfig,
     TrainJob,
 )
+from vibe_rl.schema.spec import TaskSpec
 from vibe_rl.schema.task import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "RolloutConfig",
     "StaticModel",
     "Task",
+    "TaskSpec",
     "TrainConfig",
     "TrainJob",
     "WorkflowOutput",

@@ -1,0 +1,98 @@
+"""Template families: folders under templates/<family>/ with a manifest.yaml and a project/ folder.
+
+Library code reads templates as files and never imports them. The folder is found through
+$VIBE_RL_TEMPLATES, else next to the package (an editable install or a source checkout).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+from vibe_rl.errors import TemplateError
+
+MANIFEST = "manifest.yaml"
+PROJECT_DIR = "project"
+
+
+class Parameter(BaseModel):
+    default: Any = Field(description="Value used when the spec does not set it")
+    description: str = Field(default="", description="What the parameter means")
+
+
+class DatasetInfo(BaseModel):
+    file: str = Field(description="Dataset file in the rendered project")
+    task_id_key: str = Field(description="Key of each record that becomes Task.task_id")
+    generate: list[str] = Field(default_factory=list, description="Scripts run after rendering to write data files")
+
+
+class Manifest(BaseModel):
+    """The contract of a template family (templates/<family>/manifest.yaml)."""
+
+    name: str = Field(description="Family name; equals the folder name")
+    description: str = Field(description="What the family trains, for users and LLM planners")
+    short_name: str = Field(description="Default TaskSpec.short_name (tmux session prefix)")
+    keywords: dict[str, list[str]] = Field(description="Language -> phrases that select this family")
+    parameters: dict[str, Parameter] = Field(default_factory=dict, description="Game parameters and defaults")
+    roles: list[str] = Field(default_factory=list, description="Roles the family's code knows")
+    dataset: DatasetInfo | None = Field(default=None, description="Where task ids come from")
+    examples: list[str] = Field(default_factory=list, description="Example spec prompts, relative to the family")
+    path: Path = Field(default=Path("."), exclude=True, description="The family folder")
+
+    @property
+    def project_dir(self) -> Path:
+        return self.path / PROJECT_DIR
+
+    def all_keywords(self) -> list[str]:
+        return [word for words in self.keywords.values() for word in words]
+
+    def resolve_parameters(self, game: dict[str, Any]) -> dict[str, Any]:
+        """Manifest defaults overlaid by the spec's values; unknown names are an error."""
+        unknown = sorted(set(game) - set(self.parameters))
+        if unknown:
+            raise TemplateError(f"Family {self.name} has no parameters {unknown}; "
+                                f"it knows {sorted(self.parameters)} (see {self.path / MANIFEST}).")
+        return {name: game.get(name, p.default) for name, p in self.parameters.items()}
+
+
+def templates_root() -> Path:
+    env = os.environ.get("VIBE_RL_TEMPLATES")
+    root = Path(env) if env else Path(__file__).resolve().parents[2] / "templates"
+    if not root.is_dir():
+        raise TemplateError(f"Template folder {root} not found. Set VIBE_RL_TEMPLATES to the templates/ folder of "
+                            "a vibe-rl checkout, or install vibe-rl editable (pip install -e .).")
+    return root
+
+
+def load_family(name: str, root: Path | None = None) -> Manifest:
+    folder = (root or templates_root()) / name
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise TemplateError(f"No template family {name!r} (no {path}). {supported_text(root)}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        manifest = Manifest.model_validate({**data, "path": folder})
+    except (yaml.YAMLError, ValidationError) as exc:
+        raise TemplateError(f"{path} is not a valid manifest: {exc}") from exc
+    if manifest.name != name:
+        raise TemplateError(f"{path} says name {manifest.name!r}; it must equal its folder name {name!r}")
+    if not manifest.project_dir.is_dir():
+        raise TemplateError(f"Family {name} has no {PROJECT_DIR}/ folder with files to render ({manifest.project_dir})")
+    return manifest
+
+
+def list_families(root: Path | None = None) -> list[Manifest]:
+    root = root or templates_root()
+    return [load_family(p.parent.name, root) for p in sorted(root.glob(f"*/{MANIFEST}"))]
+
+
+def supported_text(root: Path | None = None) -> str:
+    try:
+        names = [m.name for m in list_families(root)]
+    except TemplateError:
+        names = []
+    return f"Supported template families: {', '.join(names) or '(none found)'}."

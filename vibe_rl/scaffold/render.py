@@ -1,0 +1,97 @@
+"""Render a TaskSpec into a project folder: jinja2 (StrictUndefined) files, task_spec.json, one TrainJob
+YAML per swarm server, then the family's data-generation scripts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from vibe_rl.errors import TemplateError
+from vibe_rl.scaffold.families import Manifest, load_family
+from vibe_rl.schema.spec import SPEC_FILE, TaskSpec
+
+SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+
+
+def build_context(spec: TaskSpec, manifest: Manifest) -> dict[str, Any]:
+    """What templates see. Lookups are precomputed so templates stay free of logic."""
+    teams = {t.name: t for t in spec.teams}
+    rewarded = {m.name: {s: teams[t].roles[0] for s, t in m.rewarded.items()} for m in spec.modes}
+    return {
+        "spec": spec,
+        "manifest": manifest,
+        "game": manifest.resolve_parameters(spec.game),
+        "training": spec.training,
+        "reward": spec.reward,
+        "servers": {s.name: s for s in spec.servers},
+        "mode_servers": {m.name: m.servers for m in spec.modes},
+        "wiring": {m.name: {r: spec.model_for_role(r, m.name).name for r in spec.roles} for m in spec.modes},
+        "rewarded_role": rewarded,
+        "main_role": {m.name: rewarded[m.name][m.servers[0]] for m in spec.modes if m.servers[0] in rewarded[m.name]},
+        "tmux_sessions": [spec.tmux_session(s.name) for s in spec.servers] + [spec.client_session],
+    }
+
+
+def config_text(spec: TaskSpec, server: str) -> str:
+    s = spec.server(server)
+    modes = [m.name for m in spec.modes if server in m.servers]
+    head = (f"# TrainJob of swarm server '{s.name}' (port {s.port}, {s.gpus} GPUs; modes: {', '.join(modes)}).\n"
+            f"# Rendered from {SPEC_FILE}; edit freely. `vibe-rl doctor .` checks it against the roll scripts.\n")
+    body = spec.train_job(server).model_dump(mode="json", exclude_none=True)
+    return head + yaml.safe_dump(body, sort_keys=False, allow_unicode=False)
+
+
+def render_files(spec: TaskSpec, manifest: Manifest) -> dict[str, str]:
+    """Relative path -> text of every file the family renders (before data generation)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(manifest.project_dir)),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    context = build_context(spec, manifest)
+    files: dict[str, str] = {}
+    for path in sorted(manifest.project_dir.rglob("*")):
+        if path.is_dir() or SKIP & set(path.parts):
+            continue
+        rel = path.relative_to(manifest.project_dir).as_posix()
+        if rel.endswith(".j2"):
+            try:
+                files[rel[:-3]] = env.get_template(rel).render(context)
+            except jinja2.TemplateError as exc:
+                where = f"{manifest.project_dir / rel}" + (f":{exc.lineno}" if getattr(exc, "lineno", None) else "")
+                raise TemplateError(f"Cannot render {where} for this spec: {exc}. The spec lacks something the "
+                                    f"template needs; compare it with `vibe-rl new --dry-run --json` output.") from exc
+        else:
+            files[rel] = path.read_text(encoding="utf-8")
+    files[SPEC_FILE] = spec.model_dump_json(indent=2) + "\n"
+    for server in spec.servers:
+        files[server.config] = config_text(spec, server.name)
+    return files
+
+
+def render_project(spec: TaskSpec, out_dir: str | Path, force: bool = False, python: str = sys.executable) -> list[Path]:
+    """Write the project; refuse a non-empty folder unless `force`. Returns the written files."""
+    manifest = load_family(spec.family)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise TemplateError(f"{out} is a file, not a folder. Pick another --out.")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise TemplateError(f"{out} is not empty. Pick another --out, or pass --force to overwrite its files.")
+    files = render_files(spec, manifest)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for rel, text in files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    for script in manifest.dataset.generate if manifest.dataset else []:
+        done = subprocess.run([python, script], cwd=out, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise TemplateError(f"{out / script} failed while generating data (exit {done.returncode}):\n"
+                                f"{done.stderr[-2000:]}\nFix the template or the spec's parameters.")
+    if manifest.dataset:
+        written.append(out / manifest.dataset.file)
+    return written
