@@ -86,7 +86,8 @@ class Diagnosis:
         """Equal for the same failure seen again (used by the 'same failure 3 times' stop)."""
         where = f"{Path(self.file).name}:{self.line}" if self.file else ""
         first = self.summary.split(":")[0] if self.kind == "traceback" else ""
-        return "|".join([self.kind, self.source, where, first, ",".join(sorted(self.players))])
+        roles = sorted({p.split(":")[0] for p in self.players})  # player ids are reshuffled every episode
+        return "|".join([self.kind, self.source, where, first, ",".join(roles)])
 
     def render(self) -> str:
         lines = [f"[{self.kind}] {self.summary}"]

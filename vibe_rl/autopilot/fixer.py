@@ -171,7 +171,7 @@ def build_prompt(project_dir: Path, diagnosis: Diagnosis, spec_json: str = "", h
                      if p.is_file() and not any(part.startswith((".git", ".venv", "logs", "experiments",
                                                                   "__pycache__"))
                                                 for part in p.relative_to(project_dir).parts))
-    parts = [f"# Failure\n{diagnosis.render()}", f"# Project files\n" + "\n".join(listing)]
+    parts = [f"# Failure\n{diagnosis.render()}", "# Project files\n" + "\n".join(listing)]
     for name in files:
         body = (project_dir / name).read_text(encoding="utf-8", errors="replace")[:MAX_FILE_CHARS]
         parts.append(f"# {name}\n```\n{body}\n```")

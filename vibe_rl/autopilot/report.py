@@ -1,0 +1,85 @@
+"""What a run did, printed at the end and saved to DIR/logs/autopilot-report.json."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Attempt:
+    """One diagnosis and what was done about it."""
+
+    diagnosis: str  # rendered Diagnosis
+    kind: str
+    action: str  # "fixed <commit>", "refused: ...", "no LLM configured", ...
+
+
+@dataclass
+class RunReport:
+    project: str
+    mode: str
+    target_step: int
+    outcome: str = "running"  # "success" | "failed" | "stopped"
+    seconds_to_first_step: float | None = None  # from `vibe-rl run` start to global_step >= 1
+    seconds_to_target: float | None = None
+    global_step: int = 0
+    reward_mean: float | None = None
+    episodes: int = 0
+    sessions: list[str] = field(default_factory=list)
+    attach: list[str] = field(default_factory=list)
+    overwatch: list[str] = field(default_factory=list)
+    venv_seconds: dict[str, float] = field(default_factory=dict)
+    venv_created: dict[str, bool] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    audit: str = ""
+    attempts: list[Attempt] = field(default_factory=list)
+    final_diagnosis: str = ""
+
+    def save(self, project_dir: Path) -> Path:
+        path = Path(project_dir) / "logs" / "autopilot-report.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(self), indent=2, default=str))
+        return path
+
+    def render(self) -> str:
+        lines = []
+        if self.outcome == "success":
+            lines.append(f"[vibe-rl] training has started: global step {self.global_step} "
+                         f"(target {self.target_step}) in mode {self.mode}")
+            if self.seconds_to_first_step is not None:
+                lines.append(f"  time from start to the first weight update: {self.seconds_to_first_step:.1f} s")
+            reward = "n/a" if self.reward_mean is None else f"{self.reward_mean:.3f}"
+            lines.append(f"  reward so far: {reward} (mean over {self.episodes} completed episodes)")
+        else:
+            lines.append(f"[vibe-rl] run {self.outcome}: training did not reach global step {self.target_step}")
+            if self.final_diagnosis:
+                lines.append(self.final_diagnosis)
+        if self.audit:
+            lines.append("  " + self.audit.replace("\n", "\n  "))
+        for i, a in enumerate(self.attempts, 1):
+            lines.append(f"  attempt {i}: [{a.kind}] -> {a.action}")
+        if self.sessions:
+            lines.append("  tmux sessions: " + ", ".join(self.sessions))
+            lines += [f"  attach: {hint}" for hint in self.attach]
+        lines += [f"  overwatch: {cmd}" for cmd in self.overwatch]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def reward_so_far(statuses: dict[str, dict[str, Any]]) -> tuple[float | None, int]:
+    """Mean reward of the latest weight update(s) (else of the pooled tasks), and the completed episodes."""
+    episodes = sum(int((st.get("pool") or {}).get("completed_episodes") or 0) for st in statuses.values())
+    updates = [float(st["last_update"]["reward_mean"]) for st in statuses.values()
+               if isinstance((st.get("last_update") or {}).get("reward_mean"), (int, float))]
+    if updates:
+        return sum(updates) / len(updates), episodes
+    total, n = 0.0, 0
+    for st in statuses.values():
+        for t in st.get("tasks") or []:
+            k, r = int(t.get("episodes") or 0), t.get("reward_mean")
+            if k and isinstance(r, (int, float)):
+                total, n = total + r * k, n + k
+    return (total / n if n else None), episodes

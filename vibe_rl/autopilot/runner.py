@@ -1,0 +1,298 @@
+"""`vibe-rl run`: venvs -> tmux sessions -> watch -> (diagnose -> fix -> restart)* -> first step.
+
+The loop in words: start every server of the mode in its own session and wait for /healthz;
+start the client; then poll. Success is global_step >= target on every server of the mode.
+A failure (a traceback, a dead process, a bad pool, a wrong player -> model route) is shown;
+with an LLM configured it is sent with the files it names and the TaskSpec, the answer's
+search/replace edits are applied inside the project, committed, and the failing sessions
+restart. The loop stops after `max_fixes` LLM answers or when one failure is seen 3 times.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vibe_rl.autopilot.audit import expected_from_spec
+from vibe_rl.autopilot.diagnose import Diagnosis
+from vibe_rl.autopilot.fixer import (
+    SYSTEM,
+    EditError,
+    FixRefusedError,
+    apply_fix,
+    build_prompt,
+    commit_fix,
+    ensure_git,
+    parse_fix,
+)
+from vibe_rl.autopilot.llm import FixLLM
+from vibe_rl.autopilot.report import Attempt, RunReport, reward_so_far
+from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
+from vibe_rl.autopilot.venvs import ensure_venv
+from vibe_rl.autopilot.watcher import ServerView, Watcher, audit_diagnosis
+from vibe_rl.errors import ConfigError
+from vibe_rl.schema.spec import TaskSpec
+
+CPU_OVERRIDES = ["train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=32", "model.max_model_len=2048"]
+CPU_MAX_TOKENS = "32"
+NOT_FIXABLE = {"port_in_use", "timeout", "server_not_ready"}
+POOL_KINDS = {"empty_task_id", "repeated_task_id"}
+
+
+@dataclass
+class RunOptions:
+    project_dir: Path
+    mode: str | None = None
+    until: str = "first-step"
+    timeout: float = 1800.0
+    fix: str = "auto"  # "auto" | "off"
+    stop_after: bool = False
+    max_fixes: int = 5
+    same_failure_limit: int = 3
+    ready_timeout: float = 300.0
+    poll_s: float = 1.0
+    device: str = "auto"  # "auto" | "cpu" | "gpu"
+    overrides: list[str] = field(default_factory=list)
+    socket_name: str | None = None
+
+
+def parse_until(until: str) -> int:
+    if until == "first-step":
+        return 1
+    if until.startswith("steps:") and until[6:].isdigit() and int(until[6:]) > 0:
+        return int(until[6:])
+    raise ConfigError(f"--until {until!r} is not understood: use 'first-step' or 'steps:N' (N >= 1)")
+
+
+def visible_gpus() -> int:
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return len([g for g in env.split(",") if g.strip() and g.strip() != "-1"])
+    if not shutil.which("nvidia-smi"):
+        return 0
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def session_names(spec: TaskSpec, mode: str | None = None) -> list[str]:
+    return [spec.tmux_session(s.name) for s in spec.servers_for(mode)] + [spec.client_session]
+
+
+def stop_sessions(project_dir: Path, socket_name: str | None = None) -> list[str]:
+    """End this project's sessions (every mode's), and nothing else."""
+    spec = TaskSpec.load(project_dir)
+    tmux = TmuxSessions(socket_name)
+    names = [spec.tmux_session(s.name) for s in spec.servers] + [spec.client_session]
+    return [n for n in names if tmux.stop(n)]
+
+
+class Runner:
+    def __init__(self, opts: RunOptions, llm: FixLLM | None = None, out=print):
+        self.opts, self.llm, self.out = opts, llm, out
+        self.dir = Path(opts.project_dir).resolve()
+        self.spec = TaskSpec.load(self.dir)
+        self.mode = self.spec.mode(opts.mode)
+        self.target = parse_until(opts.until)
+        self.report = RunReport(str(self.dir), self.mode.name, self.target)
+        self.counts: Counter[str] = Counter()
+        self.history: list[str] = []
+        self.llm_calls = 0
+
+    # -- set-up ------------------------------------------------------------------------------
+    def _plan_sessions(self, server_venv: Path, client_venv: Path) -> tuple[list[ServerView], SessionSpec]:
+        servers = self.spec.servers_for(self.mode.name)
+        have = visible_gpus()
+        cpu = self.opts.device == "cpu" or (self.opts.device == "auto" and have == 0)
+        split = self.spec.gpu_split(self.mode.name)
+        need = sum(len(v) for v in split.values())
+        if not cpu and need > have:
+            each = max(have // len(servers), 1)
+            split = {s.name: list(range(i * each, (i + 1) * each)) for i, s in enumerate(servers)}
+            self.report.notes.append(f"the spec asks for {need} GPUs but {have} are visible: {each} per server")
+        if cpu:
+            self.report.notes.append(
+                "no GPU visible: servers run the tiny offline model on CPU with small settings ("
+                + ", ".join(CPU_OVERRIDES) + f", client max_tokens {CPU_MAX_TOKENS}); "
+                "on a GPU machine they use the spec's model and GPUs")
+        views, client_env = [], {"PYTHONUNBUFFERED": "1"}
+        for s in servers:
+            cmd = (f"vibe-rl swarm start --port {s.port} --config {s.config} "
+                   f"--experiment-dir experiments/{s.name}")
+            sets = (CPU_OVERRIDES if cpu else []) + list(self.opts.overrides)
+            cmd += " --model tiny" if cpu else ""
+            cmd += "".join(f" --set {o}" for o in sets)
+            env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(map(str, split[s.name])),
+                   "PYTHONUNBUFFERED": "1"}
+            sess = SessionSpec(self.spec.tmux_session(s.name), cmd, self.dir, self.dir / "logs", env,
+                               str(server_venv / "bin"))
+            views.append(ServerView(s.name, s.url, sess))
+            client_env[s.url_env] = s.url
+        if cpu:
+            client_env["VIBE_RL_MAX_TOKENS"] = CPU_MAX_TOKENS
+        client = SessionSpec(self.spec.client_session, f"python {self.mode.script}", self.dir, self.dir / "logs",
+                             client_env, str(client_venv / "bin"))
+        return views, client
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self) -> RunReport:
+        t0 = time.monotonic()
+        rep = self.report
+        try:
+            ensure_git(self.dir)
+            venvs = {k: ensure_venv(self.dir, k, log=self.out) for k in ("server", "client")}
+            rep.venv_seconds = {k: round(v.seconds, 2) for k, v in venvs.items()}
+            rep.venv_created = {k: v.created for k, v in venvs.items()}
+            self.tmux = TmuxSessions(self.opts.socket_name)
+            servers, client = self._plan_sessions(venvs["server"].path, venvs["client"].path)
+            rep.sessions = [s.session.name for s in servers] + [client.name]
+            rep.attach = [self.tmux.attach_hint(n) for n in rep.sessions]
+            rep.overwatch = [f"vibe-rl swarm overwatch --url {s.url}" for s in servers]
+            for note in rep.notes:
+                self.out(f"[vibe-rl] note: {note}")
+            self.watcher = Watcher(self.tmux, servers, client, self.dir, expected_from_spec(self.spec, self.mode.name))
+            self._loop(t0, servers, client)
+        except KeyboardInterrupt:
+            rep.outcome = "stopped"
+        finally:
+            if rep.outcome == "running":
+                rep.outcome = "failed"
+            if self.opts.stop_after and rep.sessions:
+                for name in rep.sessions:
+                    self.tmux.stop(name)
+                rep.notes.append("sessions stopped (--stop)")
+            rep.save(self.dir)
+        return rep
+
+    def _start_servers(self, servers: list[ServerView]) -> Diagnosis | None:
+        for s in servers:
+            self.tmux.stop(s.session.name)
+        for s in servers:
+            port = int(s.url.rsplit(":", 1)[1])
+            for _ in range(20):
+                if port_free(port):
+                    break
+                time.sleep(0.5)
+            else:
+                return Diagnosis("port_in_use", f"port {port} is in use by a process that is not one of this "
+                                 f"project's sessions", s.session.name,
+                                 suggestion=f"Stop what listens on {port} (e.g. `ss -ltnp | grep {port}`), or "
+                                            "change the server's port in task_spec.json.")
+            self.tmux.start(s.session)
+        self.out(f"[vibe-rl] started {', '.join(s.session.name for s in servers)}; waiting for /healthz")
+        return self.watcher.wait_ready(self.opts.ready_timeout)
+
+    def _start_client(self, client: SessionSpec) -> float:
+        self.tmux.start(client)
+        self.out(f"[vibe-rl] started {client.name}: {client.command}")
+        return time.time()
+
+    def _loop(self, t0: float, servers: list[ServerView], client: SessionSpec) -> None:
+        rep, deadline = self.report, time.monotonic() + self.opts.timeout
+        diag = self._start_servers(servers)
+        since = self._start_client(client) if diag is None else time.time()
+        audited = False
+        while True:
+            if diag is None:
+                snap = self.watcher.poll(self.target)
+                if snap.statuses and rep.seconds_to_first_step is None and snap.min_step() >= 1:
+                    rep.seconds_to_first_step = round(time.monotonic() - t0, 1)
+                    self.out(f"[vibe-rl] first weight update after {rep.seconds_to_first_step} s")
+                if not audited and snap.episodes() >= 1 or snap.reached:
+                    result = self.watcher.audit(since)
+                    if result.checked:
+                        audited, rep.audit = True, result.render()
+                        self.out(f"[vibe-rl] {result.render()}")
+                        if not result.ok:
+                            snap.diagnosis, snap.reached = audit_diagnosis(result, client.name), False
+                if snap.reached:
+                    rep.outcome, rep.global_step = "success", snap.min_step()
+                    rep.seconds_to_target = round(time.monotonic() - t0, 1)
+                    rep.reward_mean, rep.episodes = reward_so_far(snap.statuses)
+                    return
+                diag = snap.diagnosis
+                if diag is None and time.monotonic() > deadline:
+                    diag = Diagnosis("timeout", f"global step {snap.min_step()} < {self.target} after "
+                                     f"{self.opts.timeout:.0f} s ({snap.episodes()} episodes completed)",
+                                     "watcher", excerpt="\n".join(f"{k}: {v.get('pool')}"
+                                                                  for k, v in snap.statuses.items()))
+            if diag is None:
+                time.sleep(self.opts.poll_s)
+                continue
+            self.out(diag.render())
+            if not self._handle(diag):
+                rep.final_diagnosis = diag.render()
+                return
+            # restart what the fix touches: the client always, the servers for server/pool failures
+            if diag.source in {s.session.name for s in servers} or diag.kind in POOL_KINDS | {"server_died"}:
+                diag = self._start_servers(servers)
+                if diag is not None:
+                    continue
+            since, audited = self._start_client(client), False
+            diag = None
+
+    def _handle(self, diag: Diagnosis) -> bool:
+        """Try to fix `diag`; True when a fix was committed and the sessions should restart."""
+        rep = self.report
+        self.counts[diag.signature] += 1
+        attempt = Attempt(diag.render(), diag.kind, "")
+        rep.attempts.append(attempt)
+        if self.counts[diag.signature] >= self.opts.same_failure_limit:
+            attempt.action = f"stopped: the same failure was seen {self.counts[diag.signature]} times"
+        elif diag.kind in NOT_FIXABLE:
+            attempt.action = "stopped: not a code bug the fix loop can edit"
+        elif self.opts.fix == "off" or self.llm is None:
+            attempt.action = "stopped: no fix LLM (" + ("--fix off" if self.opts.fix == "off" else
+                                                        "set VIBE_RL_FIX_MODEL and OPENAI_API_KEY/OPENAI_BASE_URL "
+                                                        "or ANTHROPIC_API_KEY") + ")"
+        elif self.llm_calls >= self.opts.max_fixes:
+            attempt.action = f"stopped: {self.llm_calls} fix attempts used (--max-fixes)"
+        else:
+            return self._fix(diag, attempt)
+        self.out(f"[vibe-rl] {attempt.action}")
+        return False
+
+    def _fix(self, diag: Diagnosis, attempt: Attempt) -> bool:
+        self.llm_calls += 1
+        focus = {"trace_mismatch": [self.mode.run_file, self.mode.script],
+                 "empty_task_id": [self.mode.script, "mock_dataset.py"],
+                 "repeated_task_id": [self.mode.script, "mock_dataset.py"],
+                 "nan_loss": [s.config for s in self.spec.servers_for(self.mode.name)],
+                 "oom": [s.config for s in self.spec.servers_for(self.mode.name)]}.get(diag.kind, [self.mode.script])
+        spec_json = (self.dir / "task_spec.json").read_text(encoding="utf-8")
+        prompt = build_prompt(self.dir, diag, spec_json, self.history, focus)
+        self.out(f"[vibe-rl] asking {self.llm.describe()} for a fix (attempt {self.llm_calls}/{self.opts.max_fixes})")
+        try:
+            answer = self.llm.complete(SYSTEM, prompt)
+            fix = parse_fix(answer)
+            files = apply_fix(self.dir, fix)
+            commit = commit_fix(self.dir, files, fix, diag)
+        except (FixRefusedError, EditError) as exc:
+            attempt.action = f"fix not applied: {exc}"
+            self.history.append(f"attempt {self.llm_calls}: {attempt.action}")
+            self.out(f"[vibe-rl] {attempt.action}")
+            return self.llm_calls < self.opts.max_fixes and self._retry_same(diag)
+        rel = ", ".join(str(f.relative_to(self.dir)) for f in files)
+        attempt.action = f"fixed in {rel}, commit {commit}: {fix.why}"
+        self.history.append(f"attempt {self.llm_calls}: edited {rel} ({fix.why}); then: see the failure above")
+        self.out(f"[vibe-rl] {attempt.action}; restarting")
+        return True
+
+    def _retry_same(self, diag: Diagnosis) -> bool:
+        """After a refused/unappliable answer, ask again right away (bounded by the same counters)."""
+        return self._handle(diag)
