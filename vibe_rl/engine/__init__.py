@@ -1,0 +1,41 @@
+"""Model backends behind one small protocol (`vibe_rl.engine.base.Engine`).
+
+Importing this package is light: backends (and torch) are imported by
+`load_engine` when one is asked for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vibe_rl.engine.base import Engine, Generation, SamplingParams
+from vibe_rl.errors import ConfigError
+from vibe_rl.extras import require
+
+if TYPE_CHECKING:
+    from vibe_rl.schema import EngineConfig, TrainConfig
+
+__all__ = ["Engine", "Generation", "SamplingParams", "load_engine", "ensure_tiny_model"]
+
+
+def ensure_tiny_model(cache_dir=None):  # noqa: ANN001, ANN201 - re-export without importing tiny eagerly
+    from vibe_rl.engine.tiny import ensure_tiny_model as _ensure
+
+    return _ensure(cache_dir)
+
+
+def load_engine(model: EngineConfig, train: TrainConfig | None = None, trainable: bool = True) -> Engine:
+    """Build the engine `model.engine` names ('torch'; 'vllm'/'verl' are for GPU clusters)."""
+    name = model.engine
+    if name == "torch":
+        from vibe_rl.engine.torch_engine import TorchEngine
+
+        return TorchEngine(model, train, trainable=trainable)
+    if name in ("vllm", "verl"):
+        require(name, f"the '{name}' engine")  # raises MissingExtraError naming the extra when absent
+        raise ConfigError(
+            f"model.engine '{name}' is declared for multi-GPU clusters and is not wired into the embedded "
+            "swarm server of this release. Use model.engine: torch (one machine, CPU or GPU), or run "
+            f"{name} yourself and register it as a static model."
+        )
+    raise ConfigError(f"Unknown model.engine '{name}'. Choose one of: torch, vllm, verl.")

@@ -1,0 +1,92 @@
+"""Load any HF causal-LM directory (the tiny model goes through the same path).
+
+Errors name their fix: a missing path, a directory without a config, or a
+config that is not a causal LM each raise ModelLoadError saying what to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vibe_rl.errors import ModelLoadError
+from vibe_rl.extras import require
+
+
+def resolve_model_path(path: str, cache_dir: str | None = None) -> Path:
+    """'tiny' -> the cached offline tiny model (built on first use); else a checked local dir."""
+    if path.strip().lower() == "tiny":
+        from vibe_rl.engine.tiny import ensure_tiny_model
+
+        return ensure_tiny_model(cache_dir)
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ModelLoadError(
+            f"Model path '{path}' does not exist. Set model.path to a local Hugging Face causal-LM directory "
+            "(with config.json and weights), or to 'tiny' for the offline tiny model "
+            "(`vibe-rl model tiny DIR` writes one). Nothing is downloaded from the hub."
+        )
+    if not p.is_dir() or not (p / "config.json").is_file():
+        raise ModelLoadError(
+            f"'{path}' is not a Hugging Face model directory (no config.json). Point model.path at the directory "
+            "that save_pretrained wrote (config.json, *.safetensors, tokenizer files), or use 'tiny'."
+        )
+    return p
+
+
+def resolve_device(device: str) -> str:
+    torch = require("torch", "running the torch engine")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError(f"model.device is '{device}' but no CUDA device is visible. Use device: cpu or auto.")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str) -> Any:
+    torch = require("torch", "running the torch engine")
+    if dtype == "auto":
+        return torch.float32 if device == "cpu" else torch.bfloat16
+    return getattr(torch, dtype)
+
+
+def load_tokenizer(path: Path) -> Any:
+    transformers = require("transformers", "loading a tokenizer")
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(str(path))
+    except Exception as exc:  # transformers raises many types here; re-raise with the fix
+        raise ModelLoadError(
+            f"Could not load a tokenizer from {path}: {exc}. The directory needs tokenizer.json or the "
+            "tokenizer files save_pretrained writes."
+        ) from exc
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_causal_lm(path: Path, device: str, dtype: Any) -> Any:
+    """An `AutoModelForCausalLM` on `device` in `dtype`, or ModelLoadError naming the fix."""
+    transformers = require("transformers", "loading a causal language model")
+    transformers.utils.logging.disable_progress_bar()
+    try:
+        config = transformers.AutoConfig.from_pretrained(str(path))
+    except Exception as exc:
+        raise ModelLoadError(f"{path}/config.json could not be read as a model config: {exc}") from exc
+    archs = list(getattr(config, "architectures", None) or [])
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES as mapping
+    if config.model_type not in mapping and not any(a.endswith("ForCausalLM") for a in archs):
+        raise ModelLoadError(
+            f"{path} holds a '{config.model_type}' model ({', '.join(archs) or 'no architectures'}), which is not a "
+            "causal language model. vibe-rl trains decoder-only chat models (e.g. Qwen2.5, Llama): point "
+            "model.path at one of those, or at 'tiny'."
+        )
+    try:
+        # transformers 5 renamed torch_dtype to dtype
+        key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+        model = transformers.AutoModelForCausalLM.from_pretrained(str(path), **{key: dtype})
+    except Exception as exc:
+        raise ModelLoadError(
+            f"Loading the weights in {path} failed: {exc}. Check that the directory is complete "
+            "(config.json plus *.safetensors or pytorch_model.bin)."
+        ) from exc
+    return model.to(device)

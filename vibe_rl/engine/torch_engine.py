@@ -1,0 +1,232 @@
+"""The embedded torch engine: transformers model, batched generation, GRPO training.
+
+A background worker thread owns generation: it takes every queued request (up
+to `max_batch_size`) into the next batch, so a request that arrives while a
+batch runs joins the one after. `train`, `save` and `load` hold the same lock,
+so weights never change under a running batch; requests queued meanwhile wait.
+
+Too-long inputs: a prompt of `max_model_len` tokens or more raises
+SequenceTooLongError at `submit`; a response stops at `max_model_len` with
+finish_reason "length"; a training sample longer than `max_model_len` is
+truncated from the right (its loss mask and logprobs with it) and counted in
+the metrics as `truncated_samples` / `truncated_loss_tokens`.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vibe_rl.engine.base import Generation, SamplingParams
+from vibe_rl.engine.generate import Request, generate_batch
+from vibe_rl.engine.loader import (
+    load_causal_lm,
+    load_tokenizer,
+    resolve_device,
+    resolve_dtype,
+    resolve_model_path,
+)
+from vibe_rl.errors import ConfigError, EngineError, SequenceTooLongError
+from vibe_rl.extras import require
+
+if TYPE_CHECKING:
+    from vibe_rl.rl.samples import Sample
+    from vibe_rl.schema import EngineConfig, TrainConfig
+
+COALESCE_S = 0.005  # after the first request arrives, wait this long for others to join its batch
+
+
+class TorchEngine:
+    """Engine protocol on transformers (+ optional peft LoRA); CPU fp32 or GPU bf16."""
+
+    def __init__(self, config: EngineConfig, train: TrainConfig | None = None, trainable: bool = True):
+        from vibe_rl.schema import TrainConfig
+
+        torch = require("torch", "the torch engine")
+        self.config, self.train_config, self.trainable = config, train or TrainConfig(), trainable
+        torch.manual_seed(config.seed)
+        self.path = resolve_model_path(config.path, config.cache_dir)
+        self.device = resolve_device(config.device)
+        self.dtype = resolve_dtype(config.dtype, self.device)
+        self.model = load_causal_lm(self.path, self.device, self.dtype)  # first: its errors say more
+        self.tokenizer = load_tokenizer(self.path)
+        self.lora = trainable and config.lora.rank > 0
+        if self.lora:
+            self.model = _wrap_lora(self.model, config)
+        self.model.eval()
+        if not trainable:
+            self.model.requires_grad_(False)
+        limit = getattr(self.model.config, "max_position_embeddings", None) or config.max_model_len
+        self.max_model_len = min(config.max_model_len, int(limit))
+        self.vocab_size = int(self.model.get_input_embeddings().weight.shape[0])
+        self.eos_ids = _eos_ids(self.tokenizer, self.model)
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids)
+        self.version = 0
+        self.step = 0
+        self.nan_skipped_total = 0
+        self.optimizer = self._make_optimizer() if trainable else None
+        self.ref_model = self._make_ref_model() if trainable else None
+        self._rng = random.Random(config.seed)
+        self._lock = threading.Lock()
+        self._queue: queue.Queue[Request | None] = queue.Queue()
+        self._closed = False
+        self._worker = threading.Thread(target=self._serve, name="vibe-rl-engine", daemon=True)
+        self._worker.start()
+
+    # ---- generation -------------------------------------------------------------------------
+
+    def submit(self, prompt_ids: list[int], sampling: SamplingParams | None = None) -> Future[Generation]:
+        if self._closed:
+            raise EngineError("The engine is closed; build a new one with load_engine(...).")
+        sampling = sampling or SamplingParams()
+        prompt_ids = [int(t) for t in prompt_ids]
+        if not prompt_ids:
+            raise ConfigError("The prompt is empty; pass at least one token id.")
+        if len(prompt_ids) >= self.max_model_len:
+            raise SequenceTooLongError(
+                f"The prompt has {len(prompt_ids)} tokens but max_model_len is {self.max_model_len}, leaving no room "
+                "to generate. Shorten the conversation (drop old turns) or raise model.max_model_len."
+            )
+        bad = [t for t in prompt_ids if not 0 <= t < self.vocab_size]
+        if bad:
+            raise ConfigError(f"Prompt token ids {bad[:5]} are outside the vocabulary (size {self.vocab_size}).")
+        seed = sampling.seed if sampling.seed is not None else self._rng.getrandbits(62)
+        request = Request(prompt_ids, sampling, seed)
+        self._queue.put(request)
+        return request.future
+
+    def generate(self, prompt_ids: list[int], sampling: SamplingParams | None = None) -> Generation:
+        return self.submit(prompt_ids, sampling).result()
+
+    def _serve(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch, stop = [first], False
+            deadline = time.monotonic() + COALESCE_S
+            while len(batch) < self.config.max_batch_size:
+                try:
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                    break
+                batch.append(item)
+            batch = [r for r in batch if r.future.set_running_or_notify_cancel()]
+            try:
+                with self._lock:
+                    results = generate_batch(
+                        self.model, self.tokenizer, batch, eos_ids=self.eos_ids, pad_id=self.pad_id,
+                        max_model_len=self.max_model_len, version=self.version)
+                for req, res in zip(batch, results, strict=True):
+                    req.future.set_result(res)
+            except Exception as exc:  # hand the failure to every waiting caller, keep serving
+                for req in batch:
+                    if not req.future.done():
+                        req.future.set_exception(exc)
+            if stop:
+                return
+
+    # ---- training ---------------------------------------------------------------------------
+
+    def _make_optimizer(self) -> Any:
+        torch = require("torch", "training")
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        cfg = self.train_config
+        return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+    def _make_ref_model(self) -> Any:
+        """A frozen reference only when KL is on; with LoRA the base model (adapter off) is the reference."""
+        if self.train_config.kl_coef <= 0 or self.lora:
+            return None
+        ref = load_causal_lm(self.path, self.device, self.dtype)
+        ref.eval().requires_grad_(False)
+        return ref
+
+    def _require_trainable(self) -> None:
+        if not self.trainable:
+            raise EngineError("This engine was loaded with trainable=False (a frozen model); it cannot train.")
+
+    def train(self, samples: list[Sample]) -> dict[str, float]:
+        """One GRPO optimiser step (see vibe_rl.rl.grpo); version += 1 unless the step was skipped."""
+        from vibe_rl.rl.grpo import grpo_step
+
+        self._require_trainable()
+        with self._lock:
+            metrics = grpo_step(self, samples)
+        return metrics
+
+    def sft(self, conversations: list[list[dict]]) -> dict[str, float]:
+        """One supervised step on chat conversations (loss on assistant tokens), for warm starts."""
+        from vibe_rl.rl.sft import sft_step
+
+        self._require_trainable()
+        with self._lock:
+            return sft_step(self, conversations)
+
+    def finish_step(self, metrics: dict[str, float], skipped: bool) -> dict[str, float]:
+        """Bookkeeping shared by GRPO and SFT steps."""
+        if skipped:
+            self.nan_skipped_total += 1
+        else:
+            self.step += 1
+            self.version += 1
+        metrics.update(step=float(self.step), version=float(self.version),
+                       nan_skipped=float(skipped), nan_skipped_total=float(self.nan_skipped_total))
+        return metrics
+
+    # ---- checkpoints ------------------------------------------------------------------------
+
+    def save(self, directory: str | Path) -> Path:
+        from vibe_rl.engine.checkpoint import save_checkpoint
+
+        with self._lock:
+            return save_checkpoint(self, Path(directory))
+
+    def load(self, directory: str | Path) -> None:
+        from vibe_rl.engine.checkpoint import load_checkpoint
+
+        with self._lock:
+            load_checkpoint(self, Path(directory))
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._worker.join(timeout=60)
+
+    def __enter__(self) -> TorchEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _eos_ids(tokenizer: Any, model: Any) -> set[int]:
+    ids: set[int] = set()
+    for value in (tokenizer.eos_token_id, getattr(getattr(model, "generation_config", None), "eos_token_id", None)):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(int(v) for v in value)
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(im_end, int) and im_end != tokenizer.unk_token_id and im_end is not None:
+        ids.add(im_end)
+    if not ids:
+        raise EngineError("The tokenizer defines no EOS token; set eos_token in tokenizer_config.json.")
+    return ids
+
+
+def _wrap_lora(model: Any, config: EngineConfig) -> Any:
+    peft = require("peft", "LoRA training")
+    lc = config.lora
+    spec = peft.LoraConfig(r=lc.rank, lora_alpha=lc.alpha, lora_dropout=lc.dropout,
+                           target_modules=lc.target_modules, task_type="CAUSAL_LM")
+    return peft.get_peft_model(model, spec)

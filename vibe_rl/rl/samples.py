@@ -1,0 +1,111 @@
+"""From recorded LLM calls (turns) to training samples.
+
+The merge rule: walk an episode's turns in order; a turn whose prompt ids start
+with the previous turn's prompt + response ids, token for token, continues the
+same sequence (the new prompt tokens join it with loss mask 0, the response
+with mask 1). Any other turn starts a new sample. Turns sampled with different
+temperature/top_p also start a new sample, since one sample is re-scored under
+one sampling distribution.
+
+Alignment: `input_ids[k]`, `loss_mask[k]` and `old_logprobs[k]` all describe the
+same token; `old_logprobs[k]` is log p(input_ids[k] | input_ids[:k]) under the
+rollout policy where `loss_mask[k] == 1`, and 0.0 elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from vibe_rl.errors import ConfigError
+
+
+@dataclass
+class Turn:
+    """One recorded LLM call: the exact token ids the engine saw and sampled."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_logprobs: list[float]
+    player: str | None = None
+    weight_version: int = 0
+    temperature: float = 1.0
+    top_p: float = 1.0
+
+    def __post_init__(self) -> None:
+        if len(self.response_ids) != len(self.response_logprobs):
+            raise ConfigError(
+                f"Turn has {len(self.response_ids)} response ids but {len(self.response_logprobs)} logprobs; "
+                "record one logprob per sampled token (the engine's Generation.logprobs)."
+            )
+        if not self.prompt_ids:
+            raise ConfigError("Turn has an empty prompt; every LLM call has at least one prompt token.")
+
+
+@dataclass
+class Sample:
+    """One training sequence; the trainer puts loss on tokens where loss_mask is 1."""
+
+    input_ids: list[int]
+    loss_mask: list[int]
+    old_logprobs: list[float]
+    advantage: float = 0.0
+    task_id: str = ""
+    episode_id: str = ""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    weight_version: int = 0  # the oldest weight version among its turns
+    num_turns: int = 1
+    players: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.input_ids)
+        if len(self.loss_mask) != n or len(self.old_logprobs) != n:
+            raise ConfigError(
+                f"Sample lengths differ: {n} input_ids, {len(self.loss_mask)} loss_mask, "
+                f"{len(self.old_logprobs)} old_logprobs; all three are aligned per token."
+            )
+
+    @property
+    def num_loss_tokens(self) -> int:
+        return sum(self.loss_mask)
+
+
+def _start(turn: Turn, task_id: str, episode_id: str, advantage: float) -> Sample:
+    return Sample(
+        input_ids=list(turn.prompt_ids) + list(turn.response_ids),
+        loss_mask=[0] * len(turn.prompt_ids) + [1] * len(turn.response_ids),
+        old_logprobs=[0.0] * len(turn.prompt_ids) + [float(x) for x in turn.response_logprobs],
+        advantage=advantage, task_id=task_id, episode_id=episode_id,
+        temperature=turn.temperature, top_p=turn.top_p, weight_version=turn.weight_version,
+        players=[turn.player] if turn.player else [],
+    )
+
+
+def _extends(sample: Sample, turn: Turn) -> bool:
+    n = len(sample.input_ids)
+    return (
+        len(turn.prompt_ids) >= n
+        and turn.prompt_ids[:n] == sample.input_ids
+        and (turn.temperature, turn.top_p) == (sample.temperature, sample.top_p)
+    )
+
+
+def build_samples(turns: Iterable[Turn], task_id: str = "", episode_id: str = "",
+                  advantage: float = 0.0) -> list[Sample]:
+    """Turns of one episode (in call order) -> samples, merging turns that extend the previous one."""
+    samples: list[Sample] = []
+    for turn in turns:
+        last = samples[-1] if samples else None
+        if last is None or not _extends(last, turn):
+            samples.append(_start(turn, task_id, episode_id, advantage))
+            continue
+        new_prompt = turn.prompt_ids[len(last.input_ids):]  # tool results, the next user message, ...
+        last.input_ids += list(new_prompt) + list(turn.response_ids)
+        last.loss_mask += [0] * len(new_prompt) + [1] * len(turn.response_ids)
+        last.old_logprobs += [0.0] * len(new_prompt) + [float(x) for x in turn.response_logprobs]
+        last.weight_version = min(last.weight_version, turn.weight_version)
+        last.num_turns += 1
+        if turn.player and turn.player not in last.players:
+            last.players.append(turn.player)
+    return samples
