@@ -1,0 +1,65 @@
+"""`vibe-rl swarm start|overwatch|status|stop`."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    swarm = typer.Typer(help="The swarm server (one per trainable model) and its monitor.", no_args_is_help=True)
+    app.add_typer(swarm, name="swarm")
+
+    @swarm.command()
+    def start(
+        port: int = typer.Option(10086, "--port", help="TCP port."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Bind address (loopback by default)."),
+        config: str | None = typer.Option(None, "--config", help="TrainJob YAML: the job an empty start uses."),
+        model: str | None = typer.Option(None, "--model", help="tiny|PATH: overrides any synced job's model.path."),
+        experiment_dir: str | None = typer.Option(None, "--experiment-dir", help="Overrides experiment.dir."),
+        set_: list[str] = typer.Option([], "--set", help="key.sub=value overrides of any synced job (repeatable)."),
+        boot: bool = typer.Option(False, "--boot", help="Start the engine now with --config's job."),
+    ) -> None:
+        """Serve episodes and train: OFFLINE until a client syncs a job (or --boot)."""
+        from vibe_rl.schema import TrainJob
+        from vibe_rl.swarm.app import serve
+        from vibe_rl.swarm.config import ServerConfig
+
+        base = TrainJob.from_yaml(config) if config else None
+        cfg = ServerConfig(host=host, port=port, base_job=base, boot_on_start=boot, model=model,
+                           experiment_dir=experiment_dir, overrides=list(set_))
+        if base is not None:  # print the override notes up front, not only when a client syncs
+            for note in cfg.effective_job(base)[1]:
+                typer.echo(f"note: {note}")
+        elif model or set_ or experiment_dir:
+            typer.echo("note: --model/--set/--experiment-dir will override the job a client syncs")
+        typer.echo(f"vibe-rl swarm server on http://{host}:{port} (OpenAI base URL http://{host}:{port}/v1)")
+        serve(cfg)
+
+    @swarm.command()
+    def overwatch(
+        url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL."),
+        once: bool = typer.Option(False, "--once", help="Print one snapshot and exit."),
+        interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes."),
+    ) -> None:
+        """Live view of a swarm server: state, step, pool, running episodes, tasks."""
+        from vibe_rl.swarm.overwatch import run
+
+        raise typer.Exit(run(url, once=once, interval=interval))
+
+    @swarm.command()
+    def status(url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL.")) -> None:
+        """Print the server's status JSON."""
+        from vibe_rl.swarm import SwarmClient
+
+        with SwarmClient(url) as client:
+            typer.echo(json.dumps(client.get_engine_status(), indent=2))
+
+    @swarm.command()
+    def stop(url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL.")) -> None:
+        """Stop the engine (the server keeps running, OFFLINE)."""
+        from vibe_rl.swarm import SwarmClient
+
+        with SwarmClient(url) as client:
+            typer.echo(json.dumps(client.stop_engine(), indent=2))

@@ -1,0 +1,19 @@
+"""The swarm: a training server per trainable model, and its light client.
+
+Importing this package is light (no torch, no fastapi): a generated project's
+`agent_roll.py` needs only the client. The server lives in `vibe_rl.swarm.app`.
+"""
+
+from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
+from vibe_rl.swarm.client import InFlightReport, SwarmClient, SwarmHTTPError, run_in_flight
+
+__all__ = [
+    "InFlightReport",
+    "OpenaiBaseUrlAndApiKey",
+    "SwarmClient",
+    "SwarmHTTPError",
+    "Task",
+    "TrainJob",
+    "WorkflowOutput",
+    "run_in_flight",
+]

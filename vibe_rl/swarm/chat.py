@@ -1,0 +1,90 @@
+"""Chat template rendering (with tools) and tool-call parsing.
+
+Prompts are rendered with the model's own chat template; responses come back
+from the engine as token ids, are decoded once for the wire, and any
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks (Qwen2.5 /
+Hermes format) become OpenAI `tool_calls`. The recorded training tokens are
+always the engine's ids, never a re-tokenisation of this text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from typing import Any
+
+TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+
+
+def to_template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI messages -> what HF chat templates expect: text content, tool-call
+    arguments as objects (Qwen's template JSON-encodes them itself)."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = "".join(str(p.get("text", "")) for p in content if p.get("type", "text") == "text")
+        msg: dict[str, Any] = {"role": "system" if m["role"] == "developer" else m["role"], "content": content or ""}
+        if m.get("tool_calls"):
+            calls = []
+            for call in m["tool_calls"]:
+                fn = dict(call.get("function") or call)
+                args = fn.get("arguments")
+                if isinstance(args, str):
+                    try:
+                        fn["arguments"] = json.loads(args) if args.strip() else {}
+                    except json.JSONDecodeError:
+                        pass  # keep the raw string; the template writes it as-is
+                calls.append({"type": "function", "id": call.get("id"), "function": fn})
+            msg["tool_calls"] = calls
+        if m.get("tool_call_id"):
+            msg["tool_call_id"] = m["tool_call_id"]
+        if m.get("name"):
+            msg["name"] = m["name"]
+        out.append(msg)
+    return out
+
+
+def render_prompt(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                  tool_choice: Any = None) -> list[int]:
+    """Prompt token ids of `messages` (+ tools) ending in the assistant generation prompt."""
+    if tool_choice == "none":
+        tools = None
+    text = tokenizer.apply_chat_template(to_template_messages(messages), tools=tools or None,
+                                         add_generation_prompt=True, tokenize=False)
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """Split a response into (content, OpenAI tool_calls). Blocks that are not valid
+    JSON with a `name` stay in the content, so nothing the model wrote is lost."""
+    calls: list[dict[str, Any]] = []
+
+    def take(match: re.Match) -> str:
+        try:
+            obj = json.loads(match.group(1))
+        except json.JSONDecodeError:
+            return match.group(0)
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            return match.group(0)
+        args = obj.get("arguments", obj.get("parameters", {}))
+        calls.append({"id": f"call_{secrets.token_hex(12)}", "type": "function",
+                      "function": {"name": obj["name"],
+                                   "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}})
+        return ""
+
+    content = TOOL_CALL_RE.sub(take, text) if "<tool_call>" in text else text
+    if calls:
+        content = content.strip() or None
+    return content, calls
+
+
+def trim_stop(text: str, stop: list[str]) -> str:
+    """OpenAI leaves the stop string out of the content (the engine keeps it in the ids)."""
+    cut = len(text)
+    for s in stop:
+        i = text.find(s)
+        if i != -1:
+            cut = min(cut, i)
+    return text[:cut]

@@ -1,0 +1,228 @@
+"""The light Python client of a swarm server (no torch, no fastapi).
+
+    client = SwarmClient("http://127.0.0.1:10086")
+    client.auto_sync_train_config_and_start_engine(TrainJob.from_yaml("job.yaml"))
+    episode_uuid, api = client.begin_episode(discard_episode_timeout=240)
+    llm = openai.OpenAI(base_url=api.base_url, api_key=api.api_key)
+    ... llm.chat.completions.create(model=api.model, messages=..., user="spy:player_3") ...
+    client.end_episode(task, episode_uuid, WorkflowOutput(reward=1.0))
+
+Waiting and retries:
+- `begin_episode` waits (honouring Retry-After) while the engine boots or runs a
+  weight update; it fails at once, with the server's explanation, when the engine
+  is OFFLINE (call `auto_sync_train_config_and_start_engine` first).
+- Chat calls need no client logic: during an update the server holds them until
+  the new weights are live; if it ever answers 429 the openai SDK honours Retry-After.
+- `end_episode` is idempotent: repeating it with the same task_id and reward
+  returns `{"already_ended": true}`, so it is retried on connection errors; a
+  repeat with a different task or reward is refused (409 -> SwarmError).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from vibe_rl.errors import SwarmError
+from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
+
+log = logging.getLogger("vibe_rl.swarm.client")
+
+
+class SwarmHTTPError(SwarmError):
+    """A swarm server answered with an error; `status` and `code` come from its envelope."""
+
+    def __init__(self, message: str, status: int, code: str | None):
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+def _retry_after(resp: httpx.Response, default: float = 1.0) -> float:
+    ms = resp.headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    try:
+        return float(resp.headers.get("retry-after", default))
+    except ValueError:
+        return default
+
+
+class SwarmClient:
+    """Client of one swarm server (one trainable model). Thread-safe: share it between workers."""
+
+    def __init__(self, url: str, timeout: float = 600.0, wait_timeout: float = 3600.0, max_connections: int = 256):
+        self.url = url.rstrip("/")
+        self.wait_timeout = wait_timeout
+        self._http = httpx.Client(base_url=self.url, timeout=httpx.Timeout(timeout, connect=10.0),
+                                  limits=httpx.Limits(max_connections=max_connections,
+                                                      max_keepalive_connections=max_connections))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SwarmClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ transport
+
+    def _call(self, method: str, path: str, body: Any = None, wait_busy: bool = False,
+              transport_retries: int = 3) -> Any:
+        deadline = time.monotonic() + self.wait_timeout
+        attempt = 0
+        while True:
+            try:
+                resp = self._http.request(method, path, json=body)
+            except httpx.TransportError as exc:
+                attempt += 1
+                if attempt > transport_retries:
+                    raise SwarmError(f"Cannot reach the swarm server at {self.url} ({type(exc).__name__}: {exc}). "
+                                     "Is `vibe-rl swarm start` running on that port?") from exc
+                time.sleep(min(5.0, 0.25 * 2 ** attempt))
+                continue
+            if resp.status_code == 429 and wait_busy and time.monotonic() < deadline:
+                time.sleep(min(_retry_after(resp), max(0.0, deadline - time.monotonic())))
+                continue
+            if resp.status_code >= 400:
+                try:
+                    err = resp.json().get("error", {})
+                except ValueError:
+                    err = {"message": resp.text[:500]}
+                raise SwarmHTTPError(f"{method} {path} failed ({resp.status_code}): {err.get('message')}",
+                                     resp.status_code, err.get("code"))
+            return resp.json()
+
+    # ------------------------------------------------------------ control
+
+    def auto_sync_train_config_and_start_engine(self, job: TrainJob | str | Path, wait: bool = True,
+                                                verbose: bool = True) -> dict[str, Any]:
+        """Send the job and start the engine (the server's --model/--set win); wait until ROLLING."""
+        if not isinstance(job, TrainJob):
+            job = TrainJob.from_yaml(job)
+        status = self._call("POST", "/control/start", job.model_dump(mode="json"))
+        for note in status.get("notes", []):
+            if verbose:
+                print(f"[swarm {self.url}] note: {note}", file=sys.stderr)
+        return self.wait_until_rolling(verbose=verbose) if wait else status
+
+    def wait_until_rolling(self, timeout: float | None = None, verbose: bool = False) -> dict[str, Any]:
+        deadline = time.monotonic() + (timeout or self.wait_timeout)
+        shown = None
+        while True:
+            status = self.get_engine_status()
+            if status["state"] in ("ROLLING", "WEIGHT_SYNCING"):
+                return status
+            if status["state"] == "OFFLINE":
+                why = status["errors"][-1] if status.get("errors") else "the engine is OFFLINE"
+                raise SwarmError(f"The swarm engine at {self.url} did not start: {why}")
+            if verbose and shown != status["state"]:
+                print(f"[swarm {self.url}] engine {status['state']} ...", file=sys.stderr)
+                shown = status["state"]
+            if time.monotonic() > deadline:
+                raise SwarmError(f"The swarm engine at {self.url} is still {status['state']} after waiting.")
+            time.sleep(0.2)
+
+    def get_engine_status(self) -> dict[str, Any]:
+        return self._call("GET", "/control/status")
+
+    def get_traces(self, limit: int = 200) -> dict[str, Any]:
+        return self._call("GET", f"/control/traces?limit={int(limit)}")
+
+    def stop_engine(self) -> dict[str, Any]:
+        return self._call("POST", "/control/stop")
+
+    # ------------------------------------------------------------ episodes
+
+    def begin_episode(self, discard_episode_timeout: float | None = None) -> tuple[str, OpenaiBaseUrlAndApiKey]:
+        """A new episode and its OpenAI credentials; waits while the engine boots or updates."""
+        data = self._call("POST", "/episode/begin", {"discard_episode_timeout": discard_episode_timeout},
+                          wait_busy=True)
+        return data["episode_uuid"], OpenaiBaseUrlAndApiKey(base_url=data["base_url"], api_key=data["api_key"],
+                                                            model=data["model"])
+
+    def end_episode(self, task: Task, episode_uuid: str, workflow_output: WorkflowOutput) -> dict[str, Any]:
+        """Report the reward; the server stores the episode before answering. Idempotent (see module doc)."""
+        if not isinstance(task, Task):
+            task = Task.model_validate(task)
+        if not isinstance(workflow_output, WorkflowOutput):
+            workflow_output = WorkflowOutput.model_validate(workflow_output)
+        return self._call("POST", "/episode/end", {"episode_uuid": episode_uuid, "task": task.model_dump(mode="json"),
+                                                   "output": workflow_output.model_dump(mode="json")})
+
+    def abort_episode(self, episode_uuid: str) -> dict[str, Any]:
+        return self._call("POST", "/episode/abort", {"episode_uuid": episode_uuid})
+
+
+# ---------------------------------------------------------------- keeping episodes in flight
+
+
+@dataclass
+class InFlightReport:
+    succeeded: int = 0
+    failed: int = 0
+    retried: int = 0
+    failures: list[tuple[Any, BaseException]] = field(default_factory=list)  # the first 100
+
+
+def _after(delay: float, fn: Callable[[Any], Any], item: Any) -> Any:
+    time.sleep(delay)
+    return fn(item)
+
+
+def run_in_flight(fn: Callable[[Any], Any], items: Iterable[Any], max_in_flight: int, max_retries: int = 2,
+                  backoff: float = 1.0) -> InFlightReport:
+    """Keep up to `max_in_flight` calls of `fn(item)` running over `items` (which may be
+    infinite: it is read lazily). A failing item is retried up to `max_retries` times
+    with exponential back-off; an item that still fails is logged and counted, and the
+    loop goes on. Returns the counts when `items` is exhausted."""
+    if max_in_flight < 1:
+        raise ValueError("max_in_flight must be >= 1")
+    report = InFlightReport()
+    source = iter(items)
+    pending: dict[Future, tuple[Any, int]] = {}
+    exhausted = False
+    with ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="episode") as pool:
+        try:
+            while True:
+                while not exhausted and len(pending) < max_in_flight:
+                    try:
+                        item = next(source)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    pending[pool.submit(fn, item)] = (item, 0)
+                if not pending:
+                    return report
+                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for fut in done:
+                    item, attempt = pending.pop(fut)
+                    exc = fut.exception()
+                    if exc is None:
+                        report.succeeded += 1
+                    elif attempt < max_retries:
+                        report.retried += 1
+                        log.warning("item failed (%s: %s); retry %d/%d", type(exc).__name__, exc, attempt + 1,
+                                    max_retries)
+                        pending[pool.submit(_after, backoff * 2 ** attempt, fn, item)] = (item, attempt + 1)
+                    else:
+                        report.failed += 1
+                        if len(report.failures) < 100:
+                            report.failures.append((item, exc))
+                        log.error("item failed after %d attempts: %s: %s", attempt + 1, type(exc).__name__, exc)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise

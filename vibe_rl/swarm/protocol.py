@@ -1,0 +1,144 @@
+"""Wire models of the swarm server: OpenAI chat completions, episodes, control.
+
+Pure pydantic (no fastapi, no torch), so the client can share them. Responses on
+the hot path are plain dicts built in `serving.py`; these models validate input.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vibe_rl.schema import Task, TrainJob, WorkflowOutput
+
+# ---------------------------------------------------------------- OpenAI chat wire format
+
+
+class ChatMessage(BaseModel):
+    """One chat message as the OpenAI API sends it (extra keys are kept and ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"] = Field(description="Who speaks")
+    content: str | list[dict[str, Any]] | None = Field(default=None, description="Text or a list of parts")
+    name: str | None = Field(default=None, description="Optional speaker name")
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, description="Assistant tool calls")
+    tool_call_id: str | None = Field(default=None, description="Which call a tool message answers")
+
+    def text(self) -> str:
+        """The content as plain text (text parts of a multi-part content are joined)."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(str(p.get("text", "")) for p in self.content if p.get("type", "text") == "text")
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: bool = Field(default=False, description="Send a last chunk with token usage")
+
+
+class ChatCompletionRequest(BaseModel):
+    """`POST /v1/chat/completions`. Unknown OpenAI parameters are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(description="The served trainable model name, or a configured static model name")
+    messages: list[ChatMessage] = Field(min_length=1, description="The conversation so far")
+    tools: list[dict[str, Any]] | None = Field(default=None, description="OpenAI function tools")
+    tool_choice: str | dict[str, Any] | None = Field(default=None, description="'none' hides the tools")
+    stream: bool = Field(default=False, description="Answer as server-sent events")
+    stream_options: StreamOptions | None = Field(default=None, description="Streaming options")
+    n: int = Field(default=1, ge=1, le=64, description="Completions per call")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature")
+    top_p: float | None = Field(default=None, gt=0, le=1, description="Nucleus sampling mass")
+    max_tokens: int | None = Field(default=None, ge=1, description="Cap on generated tokens")
+    max_completion_tokens: int | None = Field(default=None, ge=1, description="Newer name of max_tokens")
+    stop: str | list[str] | None = Field(default=None, description="Stop strings")
+    seed: int | None = Field(default=None, description="Sampling seed")
+    logprobs: bool = Field(default=False, description="Return per-token logprobs")
+    top_logprobs: int | None = Field(default=None, ge=0, le=20, description="Accepted; only 0 is served")
+    user: str | None = Field(default=None, description="Player tag, e.g. 'spy:player_3' (recorded)")
+
+    def stop_list(self) -> list[str]:
+        if self.stop is None:
+            return []
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+
+
+# ---------------------------------------------------------------- episodes
+
+
+class BeginEpisodeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    discard_episode_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds without an LLM call after which the episode is discarded")
+
+
+class BeginEpisodeResponse(BaseModel):
+    episode_uuid: str = Field(description="The episode id to pass to end/abort")
+    base_url: str = Field(description="OpenAI base URL (ends in /v1)")
+    api_key: str = Field(description="Random key that belongs to this episode alone")
+    model: str = Field(description="Model name of the trainable model")
+
+
+class EndEpisodeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    episode_uuid: str = Field(description="From begin_episode")
+    task: Task = Field(description="The task; its task_id is the GRPO group")
+    output: WorkflowOutput = Field(description="Reward and metadata of the episode")
+
+
+class AbortEpisodeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    episode_uuid: str = Field(description="From begin_episode")
+
+
+class StartRequest(BaseModel):
+    """`POST /control/start`: a TrainJob, or an empty body to use the server's --config job."""
+
+    model_config = ConfigDict(extra="forbid")
+    job: TrainJob | None = Field(default=None, description="The job; None uses the server's base job")
+
+
+# ---------------------------------------------------------------- errors
+
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    409: "conflict_error",
+    410: "invalid_request_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "service_unavailable",
+}
+
+
+class ApiError(Exception):
+    """An error value the serving layer returns (or raises) and the app renders as
+    OpenAI's `{"error": {"message", "type", "param", "code"}}` envelope."""
+
+    def __init__(self, status: int, message: str, code: str | None = None, param: str | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.status, self.message, self.code, self.param = status, message, code, param
+        self.retry_after = retry_after
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": ERROR_TYPES.get(self.status, "invalid_request_error"),
+                          "param": self.param, "code": self.code}}
+
+    def headers(self) -> dict[str, str]:
+        if self.retry_after is None:
+            return {}
+        # Retry-After is whole seconds by the spec; the openai SDK prefers retry-after-ms.
+        return {"Retry-After": str(max(1, round(self.retry_after))),
+                "retry-after-ms": str(int(self.retry_after * 1000))}

@@ -1,0 +1,420 @@
+"""The serving class: owns the engine, the running episodes, the pool and the store.
+
+Every public coroutine returns a result or raises `ApiError` (rendered by the app
+as OpenAI's error envelope); routers stay thin. All state is touched on the
+event loop thread only; the engine generates in its own thread (futures) and
+trains in a worker thread (`asyncio.to_thread`).
+
+Episode lifecycle (documented contract):
+
+- `begin` returns a fresh episode with a random api key (`secrets.token_urlsafe`),
+  one key per episode. It answers 503 while the engine is OFFLINE and 429 with
+  Retry-After while it boots or updates (`SwarmClient.begin_episode` waits).
+- Chat calls during WEIGHT_SYNCING wait for the update (up to
+  `sync_wait_timeout`, then 429 + Retry-After); no running episode is dropped and
+  the update's duration does not count as idle time.
+- `end` writes the episode to SQLite before it returns. A repeated `end` with
+  the same task_id and reward is idempotent (200, `"already_ended": true`), so a
+  retried request is safe; a repeated end with a different task or reward is 409.
+- Episodes idle longer than their discard timeout are discarded and counted;
+  later calls on them get 410 with the reason. Unknown ids/keys get 404/401.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+import uuid
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from vibe_rl.schema import TrainJob
+from vibe_rl.swarm.config import ServerConfig
+from vibe_rl.swarm.pool import CompletedEpisode, Pool, TurnRecord
+from vibe_rl.swarm.protocol import ApiError, BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest
+from vibe_rl.swarm.static import StaticRouter
+
+log = logging.getLogger("vibe_rl.swarm")
+
+OFFLINE, BOOTING, ROLLING, WEIGHT_SYNCING = "OFFLINE", "BOOTING", "ROLLING", "WEIGHT_SYNCING"
+
+
+@dataclass
+class Episode:
+    uuid: str
+    api_key: str
+    timeout: float
+    created: float = field(default_factory=time.monotonic)
+    last_activity: float = field(default_factory=time.monotonic)
+    turns: list[TurnRecord] = field(default_factory=list)
+    llm_calls: int = 0
+    inflight: int = 0
+
+
+class Tombstones:
+    """Bounded memory of why an episode or key is gone (for clear 410 messages)."""
+
+    def __init__(self, size: int = 100_000):
+        self.size, self._d = size, OrderedDict()
+
+    def add(self, key: str, reason: str) -> None:
+        self._d[key] = reason
+        if len(self._d) > self.size:
+            self._d.popitem(last=False)
+
+    def get(self, key: str) -> str | None:
+        return self._d.get(key)
+
+
+class SwarmServing:
+    def __init__(self, config: ServerConfig):
+        self.config = config
+        self.state = OFFLINE
+        self.job: TrainJob | None = None
+        self.engine: Any = None
+        self.store: Any = None
+        self.pool: Pool | None = None
+        self.static: StaticRouter | None = None
+        self.episodes: dict[str, Episode] = {}
+        self.keys: dict[str, Episode] = {}
+        self.gone = Tombstones()
+        self.traces: deque[dict[str, Any]] = deque(maxlen=config.trace_buffer)
+        self.errors: deque[str] = deque(maxlen=50)
+        self.notes: list[str] = []
+        self.global_step = 0
+        self.discarded = 0
+        self.aborted = 0
+        self.last_update: dict[str, Any] | None = None
+        self.inflight = 0
+        self._rolling = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._tasks: set[asyncio.Task] = set()
+        self._update_task: asyncio.Task | None = None
+        from vibe_rl.swarm import updates  # noqa: F401  (server-side module, imported with the server)
+
+        self.updates = updates
+
+    # ------------------------------------------------------------ control
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def start(self, job: TrainJob | None) -> dict[str, Any]:
+        job = job or self.config.base_job
+        if job is None:
+            raise ApiError(400, "No job given and the server has no --config job. Send a TrainJob, e.g. "
+                                "SwarmClient(url).auto_sync_train_config_and_start_engine(TrainJob(...)).",
+                           code="missing_job")
+        effective, notes = self.config.effective_job(job)
+        if self.state != OFFLINE:
+            if effective == self.job:
+                return self.status()
+            raise ApiError(409, f"The engine already runs a different job (state {self.state}, model "
+                                f"{self.job.model.path if self.job else '?'}). Stop it first (POST /control/stop, "
+                                "SwarmClient.stop_engine()) or start another server on another port.",
+                           code="engine_running")
+        for note in notes:
+            print(f"note: {note}", flush=True)
+        self.notes = notes
+        self.job, self.state = effective, BOOTING
+        self._rolling.clear()
+        self._spawn(self._boot())
+        return self.status()
+
+    async def _boot(self) -> None:
+        try:
+            booted = await asyncio.to_thread(self.updates.boot, self.job)
+        except Exception as exc:  # boot failures are reported through status, not lost
+            log.exception("engine boot failed")
+            self.errors.append(f"engine boot failed: {type(exc).__name__}: {exc}")
+            self.state = OFFLINE
+            return
+        self.engine, self.store, self.global_step = booted.engine, booted.store, booted.step
+        self.pool = Pool(self.job.train)
+        for ep in booted.recovered:
+            self.pool.add(ep)
+        self.discarded = int(self.store.get_meta("discarded_episodes", 0))
+        self.static = StaticRouter(self.job, lambda path: self.updates.load_frozen(path, self.job.model))
+        self.traces.extend(self.store.recent_calls(self.config.trace_buffer))
+        self.notes.extend(booted.notes)
+        for note in booted.notes:
+            print(f"note: {note}", flush=True)
+        self.state = ROLLING
+        self._rolling.set()
+        self._maybe_update()
+
+    async def stop(self) -> dict[str, Any]:
+        if self._update_task is not None:
+            await asyncio.shield(self._update_task)
+        running = len(self.episodes)
+        for ep in list(self.episodes.values()):
+            self._forget(ep, "the engine was stopped while the episode ran")
+        self.aborted += running
+        self.state = OFFLINE
+        self._rolling.clear()
+        engine, store, static = self.engine, self.store, self.static
+        self.engine = self.store = self.static = None
+        self.pool = None
+        if static is not None:
+            await static.close()
+        if engine is not None:
+            await asyncio.to_thread(engine.close)
+        if store is not None:
+            store.close()
+        status = self.status()
+        status["abandoned_running_episodes"] = running
+        self.job = None
+        return status
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            if task is not self._update_task:
+                task.cancel()
+        if self.state != OFFLINE or self.engine is not None:
+            await self.stop()
+
+    # ------------------------------------------------------------ status
+
+    @property
+    def model_name(self) -> str:
+        return self.job.model.path if self.job else ""
+
+    def status(self) -> dict[str, Any]:
+        now = time.monotonic()
+        pool = self.pool.summary() if self.pool else {
+            "policy": None, "completed_episodes": 0, "completed_tasks": 0, "completed_non_dummy_tasks": 0,
+            "target_tasks": 0, "target_episodes": 0, "grpo_n": 0, "avg_episodes_per_task": 0.0}
+        pool["discarded_episodes"] = self.discarded
+        pool["aborted_episodes"] = self.aborted
+        running = sorted(self.episodes.values(), key=lambda e: e.last_activity)
+        return {
+            "state": self.state,
+            "global_step": self.global_step,
+            "weight_version": getattr(self.engine, "version", 0) if self.engine is not None else 0,
+            "model": self.model_name,
+            "total_steps": self.job.train.total_steps if self.job else 0,
+            "pool": pool,
+            "running_count": len(running),
+            "running_episodes": [{"episode_uuid": e.uuid, "llm_calls": e.llm_calls,
+                                  "idle_s": round(0.0 if e.inflight else now - e.last_activity, 2)}
+                                 for e in running[:200]],
+            "tasks": self.pool.tasks_table() if self.pool else [],
+            "last_update": self.last_update,
+            "notes": list(self.notes),
+            "errors": list(self.errors),
+        }
+
+    def traces_view(self, limit: int) -> dict[str, Any]:
+        limit = max(0, limit)
+        return {"calls": list(self.traces)[-limit:] if limit else []}
+
+    def models(self) -> dict[str, Any]:
+        names = [self.model_name] if self.job else []
+        names += [m.name for m in (self.job.static_models if self.job else [])]
+        return {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "vibe-rl"}
+                                           for n in names]}
+
+    # ------------------------------------------------------------ episodes
+
+    def _not_ready(self, what: str) -> ApiError:
+        if self.state == OFFLINE:
+            return ApiError(503, f"The engine is OFFLINE, so {what} cannot run. Start it first with "
+                                 "SwarmClient(url).auto_sync_train_config_and_start_engine(job)"
+                                 + (f" (last error: {self.errors[-1]})" if self.errors else "") + ".",
+                            code="engine_offline")
+        return ApiError(429, f"The engine is {self.state}; retry {what} shortly.", code="engine_busy",
+                        retry_after=0.5)
+
+    def begin(self, discard_timeout: float | None, base_url: str) -> BeginEpisodeResponse:
+        if self.state != ROLLING:
+            raise self._not_ready("begin_episode")
+        ep = Episode(uuid=uuid.uuid4().hex, api_key=secrets.token_urlsafe(32),
+                     timeout=discard_timeout or self.config.default_discard_timeout)
+        self.episodes[ep.uuid] = ep
+        self.keys[ep.api_key] = ep
+        return BeginEpisodeResponse(episode_uuid=ep.uuid, base_url=base_url, api_key=ep.api_key,
+                                    model=self.model_name)
+
+    def _forget(self, ep: Episode, reason: str) -> None:
+        self.episodes.pop(ep.uuid, None)
+        self.keys.pop(ep.api_key, None)
+        self.gone.add(ep.uuid, reason)
+        self.gone.add(ep.api_key, reason)
+
+    def _lookup(self, episode_uuid: str) -> Episode:
+        ep = self.episodes.get(episode_uuid)
+        if ep is not None:
+            return ep
+        reason = self.gone.get(episode_uuid)
+        if reason:
+            raise ApiError(410, f"Episode {episode_uuid} is gone: {reason}.", code="episode_gone",
+                           param="episode_uuid")
+        raise ApiError(404, f"Unknown episode {episode_uuid}. Use the episode_uuid that begin_episode "
+                            "returned on this server (each server has its own episodes).",
+                       code="episode_not_found", param="episode_uuid")
+
+    def end(self, req: EndEpisodeRequest) -> dict[str, Any]:
+        ep = self.episodes.get(req.episode_uuid)
+        if ep is None:
+            stored = self.store.episode_status(req.episode_uuid) if self.store else None
+            if stored is not None:
+                _, reward, task_id = stored
+                if task_id == req.task.task_id and reward == req.output.reward:
+                    return {"episode_uuid": req.episode_uuid, "already_ended": True, "status": stored[0]}
+                raise ApiError(409, f"Episode {req.episode_uuid} already ended with task_id={task_id!r} "
+                                    f"reward={reward}; a second end with a different task or reward is refused.",
+                               code="episode_already_ended", param="episode_uuid")
+            self._lookup(req.episode_uuid)  # raises 410 / 404
+        if self.store is None:
+            raise self._not_ready("end_episode")
+        done = CompletedEpisode(ep.uuid, req.task.task_id, req.output.reward, ep.turns, time.time())
+        self.store.save_episode(done, req.task.model_dump(mode="json"), req.output.metadata)
+        self._forget(ep, "it already ended")
+        self.pool.add(done)
+        self._maybe_update()
+        return {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,
+                "trainable_turns": sum(1 for t in ep.turns if not t.static)}
+
+    def abort(self, episode_uuid: str) -> dict[str, Any]:
+        ep = self._lookup(episode_uuid)
+        self._forget(ep, "it was aborted")
+        self.aborted += 1
+        return {"episode_uuid": episode_uuid, "aborted": True, "llm_calls": ep.llm_calls}
+
+    async def reap_forever(self) -> None:
+        """Discard episodes idle past their timeout (never while an update pauses them)."""
+        while True:
+            await asyncio.sleep(self.config.reaper_interval)
+            if self.state != ROLLING:
+                continue
+            now = time.monotonic()
+            for ep in [e for e in self.episodes.values() if not e.inflight and now - e.last_activity > e.timeout]:
+                self._forget(ep, f"discarded after {ep.timeout:g} s without an LLM call "
+                                 "(raise begin_episode(discard_episode_timeout=...))")
+                self.discarded += 1
+                if self.store is not None:
+                    self.store.set_meta("discarded_episodes", self.discarded)
+                log.warning("discarded idle episode %s (%d llm calls)", ep.uuid, ep.llm_calls)
+
+    # ------------------------------------------------------------ chat
+
+    def episode_for_key(self, api_key: str | None) -> Episode:
+        if not api_key:
+            raise ApiError(401, "Missing API key. Use the api_key that begin_episode returned "
+                                "(openai.OpenAI(base_url=..., api_key=...)).", code="missing_api_key")
+        ep = self.keys.get(api_key)
+        if ep is not None:
+            return ep
+        reason = self.gone.get(api_key)
+        if reason:
+            raise ApiError(410, f"This episode's API key no longer works: {reason}.", code="episode_gone")
+        raise ApiError(401, "Unknown API key. Each episode has its own key from begin_episode; keys of "
+                            "another server or of a restarted server do not work here.", code="invalid_api_key")
+
+    async def wait_rolling(self) -> None:
+        if self.state == ROLLING:
+            return
+        if self.state == OFFLINE:
+            raise self._not_ready("chat completions")
+        try:
+            await asyncio.wait_for(self._rolling.wait(), timeout=self.config.sync_wait_timeout)
+        except asyncio.TimeoutError:
+            raise ApiError(429, f"The engine is still {self.state}; retry shortly.", code="engine_busy",
+                           retry_after=2.0) from None
+        if self.state != ROLLING:
+            raise self._not_ready("chat completions")
+
+    async def chat(self, req: ChatCompletionRequest, api_key: str | None, player_header: str | None,
+                   timing: dict[str, Any]) -> Any:
+        from vibe_rl.swarm import generate
+
+        ep = self.episode_for_key(api_key)
+        player = req.user or player_header
+        if self.job is None:
+            raise self._not_ready("chat completions")
+        static = self.static.resolve(req.model) if self.static else None
+        if static is None and req.model not in (self.model_name, self.model_name.rstrip("/").rsplit("/", 1)[-1]):
+            names = [m["id"] for m in self.models()["data"]]
+            raise ApiError(404, f"The model '{req.model}' does not exist on this server. Served models: {names}. "
+                                "Use OpenaiBaseUrlAndApiKey.model for the trainable model, or add a static_models "
+                                "entry to the job for an opponent.", code="model_not_found", param="model")
+        ep.last_activity = time.monotonic()
+        ep.inflight += 1
+        try:
+            if static is not None:
+                result = await self.static.complete(static, req, timing)
+            else:
+                await self.wait_rolling()
+                result = await generate.run(self, req, timing)
+        finally:
+            ep.inflight -= 1
+            ep.last_activity = time.monotonic()
+        ep.llm_calls += 1
+        now = time.time()
+        for turn in result.turns:
+            turn.player, turn.ts = player, now
+            ep.turns.append(turn)
+        self.traces.append({"episode_uuid": ep.uuid, "player": player, "model": req.model,
+                            "static": static is not None, "ts": now})
+        return result.body
+
+    # engine accounting used by generate.run (kept here so the update can drain it)
+    def engine_enter(self) -> None:
+        self.inflight += 1
+        self._drained.clear()
+
+    def engine_exit(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0:
+            self._drained.set()
+
+    # ------------------------------------------------------------ updates
+
+    def _maybe_update(self) -> None:
+        if (self.state == ROLLING and self._update_task is None and self.pool is not None and self.pool.ready()
+                and not (self.job.train.total_steps and self.global_step >= self.job.train.total_steps)):
+            self._update_task = self._spawn(self._update())
+
+    async def _update(self) -> None:
+        self.state = WEIGHT_SYNCING
+        self._rolling.clear()
+        started = time.monotonic()
+        try:
+            await self._drained.wait()  # calls already inside the engine finish on the old weights
+            groups, dummy = self.pool.take()
+            if dummy:
+                self.store.mark([e.episode_uuid for g in dummy for e in g], "skipped")
+                self.notes.append(f"skipped {sum(len(g) for g in dummy)} episodes of {len(dummy)} tasks with "
+                                  "equal rewards (non_dummy_tasks policy)")
+            uuids = [e.episode_uuid for g in groups for e in g]
+            try:
+                metrics = await asyncio.to_thread(self.updates.train_step, self.engine, self.job, groups,
+                                                  self.global_step + 1)
+            except Exception as exc:
+                log.exception("weight update failed")
+                self.store.mark(uuids, "failed")
+                self.errors.append(f"weight update {self.global_step + 1} failed on {len(uuids)} episodes "
+                                   f"(marked 'failed' in the store): {type(exc).__name__}: {exc}")
+                return
+            self.global_step += 1
+            self.store.mark(uuids, "trained", self.global_step)
+            metrics["update_s"] = round(time.monotonic() - started, 3)
+            self.store.record_update(self.global_step, metrics)
+            self.last_update = {"step": self.global_step, **metrics}
+            log.info("weight update %d: %s", self.global_step, metrics)
+        finally:
+            now = time.monotonic()
+            for ep in self.episodes.values():  # the pause is not idle time
+                ep.last_activity = max(ep.last_activity, now)
+            self._update_task = None
+            if self.state == WEIGHT_SYNCING:
+                self.state = ROLLING
+                self._rolling.set()
+        self._maybe_update()

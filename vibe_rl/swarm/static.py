@@ -1,0 +1,93 @@
+"""Static (non-trained) models that episodes call by name, e.g. an opponent team.
+
+A call whose `model` names a configured static model is forwarded to its
+OpenAI-compatible URL with the key read from its env var (the key is never
+logged or echoed), or, when no URL is configured, served by a frozen local copy
+of a model (default: the trainable model's initial weights). The call is
+recorded in the episode as context only: it never becomes a training sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import Any
+
+from vibe_rl.schema import StaticModel, TrainJob
+from vibe_rl.swarm.generate import ChatResult, generate_on, sse_chunks
+from vibe_rl.swarm.pool import TurnRecord
+from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
+
+
+def upstream_of(model: StaticModel) -> tuple[str | None, str | None]:
+    """(base_url, api_key) from the config and its env vars; (None, None) means 'serve locally'."""
+    url = model.base_url or (os.environ.get(model.base_url_env) if model.base_url_env else None)
+    key = os.environ.get(model.api_key_env) if model.api_key_env else None
+    return (url.rstrip("/") if url else None), key
+
+
+class StaticRouter:
+    def __init__(self, job: TrainJob, load_frozen: Callable[[str], Any]):
+        self.job = job
+        self.models = {m.name: m for m in job.static_models}
+        self._load_frozen = load_frozen
+        self._local: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
+        self._http = None
+
+    def resolve(self, name: str) -> StaticModel | None:
+        return self.models.get(name)
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+        for engine in self._local.values():
+            await asyncio.to_thread(engine.close)
+        self._local.clear()
+
+    async def complete(self, model: StaticModel, req: ChatCompletionRequest, timing: dict[str, Any]) -> ChatResult:
+        url, key = upstream_of(model)
+        if url is None:
+            engine = await self._frozen(model.local_path or self.job.model.path)
+            return await generate_on(engine, req, self.job.rollout, model.name, timing, static=True)
+        return await self._forward(model, url, key, req)
+
+    async def _frozen(self, path: str) -> Any:
+        async with self._lock:
+            if path not in self._local:
+                self._local[path] = await asyncio.to_thread(self._load_frozen, path)
+        return self._local[path]
+
+    async def _forward(self, model: StaticModel, url: str, key: str | None,
+                       req: ChatCompletionRequest) -> ChatResult:
+        import httpx
+
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0))
+        payload = req.model_dump(exclude_none=True, exclude={"stream", "stream_options"})
+        payload["model"] = model.upstream_model or model.name
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            resp = await self._http.post(f"{url}/chat/completions", json=payload, headers=headers)
+        except httpx.HTTPError as exc:
+            raise ApiError(502, f"Static model '{model.name}' at {url} is unreachable: {type(exc).__name__}. "
+                                "Check its base_url / base_url_env.", code="upstream_unreachable") from None
+        if resp.status_code >= 400:
+            try:
+                detail = resp.json().get("error", {}).get("message", "")
+            except ValueError:
+                detail = resp.text[:300]
+            status = resp.status_code if resp.status_code < 500 else 502
+            hint = " Check the api_key_env variable." if resp.status_code in (401, 403) else ""
+            raise ApiError(status, f"Static model '{model.name}' upstream answered {resp.status_code}: {detail}.{hint}",
+                           code="upstream_error")
+        body = resp.json()
+        body["model"] = model.name
+        messages = [m.model_dump(exclude_none=True) for m in req.messages]
+        text = ((body.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+        turn = TurnRecord(prompt_ids=[], response_ids=[], logprobs=[], messages=messages, response_text=text,
+                          model=model.name, static=True)
+        if req.stream:
+            return ChatResult(sse_chunks(body, bool(req.stream_options and req.stream_options.include_usage)), [turn])
+        return ChatResult(body, [turn])

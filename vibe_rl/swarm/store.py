@@ -1,0 +1,145 @@
+"""SQLite persistence in the experiment dir (`<dir>/swarm.sqlite`).
+
+Every completed episode is written with its turns (messages, token ids,
+logprobs, player tag, weight version) and reward before `end_episode` returns,
+so a SIGKILLed server loses no completed episode. Episodes carry a status:
+`completed` (in the pool, not yet trained), `trained` (with the step),
+`skipped` (a dummy group under the non_dummy_tasks policy) or `failed` (the
+update raised). WAL mode: a viewer may read while the server writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+from vibe_rl.swarm.pool import CompletedEpisode, TurnRecord
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS episodes (
+    episode_uuid TEXT PRIMARY KEY, task_id TEXT NOT NULL, task_json TEXT, reward REAL NOT NULL,
+    metadata_json TEXT, status TEXT NOT NULL, trained_step INTEGER, ended_at REAL);
+CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status);
+CREATE TABLE IF NOT EXISTS turns (
+    episode_uuid TEXT NOT NULL, idx INTEGER NOT NULL, player TEXT, model TEXT, static INTEGER,
+    weight_version INTEGER, messages_json TEXT, response_text TEXT, prompt_ids BLOB, response_ids BLOB,
+    logprobs BLOB, temperature REAL, top_p REAL, ts REAL, PRIMARY KEY (episode_uuid, idx));
+CREATE TABLE IF NOT EXISTS updates (step INTEGER PRIMARY KEY, metrics_json TEXT, ts REAL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+"""
+
+
+def _ids(blob: bytes | None, code: str) -> list:
+    out = array(code)
+    if blob:
+        out.frombytes(blob)
+    return out.tolist()
+
+
+class Store:
+    """Thread-safe (one lock) wrapper around one SQLite connection."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # survives a killed process; fsync at checkpoints
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------ writes
+
+    def save_episode(self, ep: CompletedEpisode, task: dict[str, Any], metadata: dict[str, Any]) -> None:
+        rows = [(ep.episode_uuid, i, t.player, t.model, int(t.static), t.weight_version,
+                 json.dumps(t.messages, ensure_ascii=False), t.response_text,
+                 array("i", t.prompt_ids).tobytes(), array("i", t.response_ids).tobytes(),
+                 array("d", t.logprobs).tobytes(), t.temperature, t.top_p, t.ts) for i, t in enumerate(ep.turns)]
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.execute(
+                    "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?)",
+                    (ep.episode_uuid, ep.task_id, json.dumps(task, ensure_ascii=False, default=str), ep.reward,
+                     json.dumps(metadata, ensure_ascii=False, default=str), "completed", None, ep.ended_at))
+                self._db.executemany("INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def mark(self, episode_uuids: list[str], status: str, step: int | None = None) -> None:
+        with self._lock:
+            self._db.executemany("UPDATE episodes SET status=?, trained_step=? WHERE episode_uuid=?",
+                                 [(status, step, u) for u in episode_uuids])
+
+    def record_update(self, step: int, metrics: dict[str, Any]) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO updates VALUES (?,?,?)",
+                             (step, json.dumps(metrics, default=str), time.time()))
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?,?)", (key, json.dumps(value)))
+
+    # ------------------------------------------------------------ reads
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def episode_status(self, episode_uuid: str) -> tuple[str, float, str] | None:
+        """(status, reward, task_id) of a stored episode, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT status, reward, task_id FROM episodes WHERE episode_uuid=?",
+                                   (episode_uuid,)).fetchone()
+        return tuple(row) if row else None
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT status, COUNT(*) FROM episodes GROUP BY status").fetchall()
+        return dict(rows)
+
+    def updates(self, limit: int = 100) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute("SELECT step, metrics_json, ts FROM updates ORDER BY step DESC LIMIT ?",
+                                    (limit,)).fetchall()
+        return [{"step": s, "ts": ts, **json.loads(m)} for s, m, ts in reversed(rows)]
+
+    def untrained(self, resumed_step: int) -> list[CompletedEpisode]:
+        """Episodes to put back in the pool after a restart: never trained, or trained in a
+        step newer than the checkpoint we resumed from (those weights were lost)."""
+        with self._lock:
+            eps = self._db.execute(
+                "SELECT episode_uuid, task_id, reward, ended_at FROM episodes WHERE status='completed' "
+                "OR (status='trained' AND trained_step > ?) ORDER BY ended_at", (resumed_step,)).fetchall()
+            out = []
+            for uuid, task_id, reward, ended_at in eps:
+                turns = [TurnRecord(prompt_ids=_ids(p, "i"), response_ids=_ids(r, "i"), logprobs=_ids(lp, "d"),
+                                    messages=json.loads(m), response_text=text or "", player=player,
+                                    model=model or "", static=bool(static), weight_version=wv or 0,
+                                    temperature=1.0 if temp is None else temp, top_p=1.0 if top_p is None else top_p,
+                                    ts=ts or 0.0)
+                         for player, model, static, wv, m, text, p, r, lp, temp, top_p, ts in self._db.execute(
+                             "SELECT player, model, static, weight_version, messages_json, response_text, "
+                             "prompt_ids, response_ids, logprobs, temperature, top_p, ts FROM turns WHERE episode_uuid=? ORDER BY idx",
+                             (uuid,))]
+                out.append(CompletedEpisode(uuid, task_id, reward, turns, ended_at or 0.0))
+        return out
+
+    def recent_calls(self, limit: int) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute("SELECT episode_uuid, player, model, static, ts FROM turns "
+                                    "ORDER BY ts DESC LIMIT ?", (limit,)).fetchall()
+        return [{"episode_uuid": u, "player": p, "model": m, "static": bool(s), "ts": ts}
+                for u, p, m, s, ts in reversed(rows)]
