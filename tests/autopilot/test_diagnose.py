@@ -110,3 +110,19 @@ def test_signature_ignores_message_details_but_not_location():
     b = Diagnosis("traceback", "NameError: name 'x' is not defined (again)", "c", "/p/a.py", 3)
     c = Diagnosis("traceback", "NameError: name 'x' is not defined", "c", "/p/a.py", 4)
     assert a.signature == b.signature != c.signature
+
+
+def test_episode_failure_logged_without_traceback_is_located(tmp_path):
+    (tmp_path / "agent_run.py").write_text("def describe():\n    pass\n\n\ndef play():\n    return describ()\n")
+    text = ("item failed (NameError: name 'describ' is not defined); retry 1/2\n"
+            "item failed after 3 attempts: NameError: name 'describ' is not defined\n")
+    d = diagnose_text(text, "spy-swarm-client", tmp_path)
+    assert d.kind == "traceback" and d.file == str((tmp_path / "agent_run.py").resolve()) and d.line == 6
+    assert "describ" in d.suggestion
+
+
+def test_transient_episode_failures_need_repeats():
+    one = "item failed after 3 attempts: APIConnectionError: Connection error.\n"
+    assert diagnose_text(one) is None
+    assert diagnose_text(one * 3).kind == "traceback"
+    assert diagnose_text("item failed (NameError: x); retry 1/2\n") is None  # still retrying

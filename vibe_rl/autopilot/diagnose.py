@@ -45,6 +45,9 @@ _NAN = re.compile(r"\bloss\b[^\n]{0,40}?[=:]\s*'?(nan|-?inf)\b|\bNaN loss\b|loss
                   re.I)
 _PORT = re.compile(r"address already in use|\[Errno 98\]|port \d+ is (already )?in use", re.I)
 _EMPTY_TASK = re.compile(r"task_id is empty|task_id must be non-empty|empty task_id", re.I)
+# run_in_flight logs a failed episode without its traceback: "item failed after 3 attempts: NameError: ..."
+_ITEM_FAILED = re.compile(r"item failed after \d+ attempts?: (?P<type>[A-Za-z_][\w.]*): ?(?P<msg>.*)")
+_TRANSIENT = re.compile(r"Connection|Timeout|RateLimit|APIStatus|InternalServer|ServiceUnavailable|Swarm|HTTP")
 EXIT_MARK = "__VIBE_RL_EXIT__"
 _EXIT = re.compile(EXIT_MARK + r" (\d+)")
 
@@ -180,11 +183,37 @@ def diagnose_text(text: str, source: str = "", project_dir: str | Path | None = 
         return Diagnosis("traceback", f"{tb.exc_type}: {head}".rstrip(": "), source,
                          frame.file if frame else None, frame.line if frame else None, tb.text,
                          suggestion=_traceback_hint(tb, frame))
+    failed = list(_ITEM_FAILED.finditer(text))
+    hard = [m for m in failed if not _TRANSIENT.search(m["type"])]
+    if hard or len(failed) >= 3:
+        m = (hard or failed)[0]
+        if _EMPTY_TASK.search(m["msg"]):
+            return Diagnosis("empty_task_id", "episodes are reported with an empty task_id", source,
+                             excerpt=_around(text, m.start()))
+        tb = Traceback([], m["type"], m["msg"].strip(), m[0])
+        file, line = locate_name(m["msg"], project_dir) if m["type"].endswith("NameError") else (None, None)
+        frame = Frame(file, line) if file else None
+        return Diagnosis("traceback", f"{m['type']}: {m['msg'].strip()} ({len(failed)} episodes failed)", source,
+                         file, line, _around(text, m.start()), suggestion=_traceback_hint(tb, frame))
     m = _EMPTY_TASK.search(text)
     if m:
         return Diagnosis("empty_task_id", "episodes are reported with an empty task_id", source,
                          excerpt=_around(text, m.start()))
     return None
+
+
+def locate_name(message: str, project_dir: str | Path | None) -> tuple[str | None, int | None]:
+    """Where an undefined name is used in the project's .py files (for errors logged without a traceback)."""
+    m = re.search(r"name '([^']+)' is not defined", message)
+    if not m or project_dir is None or not Path(project_dir).is_dir():
+        return None, None
+    use = re.compile(rf"(?<![\w.]){re.escape(m[1])}\b")
+    for path in sorted(Path(project_dir).glob("*.py")):
+        for no, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if use.search(code) and not re.match(rf"\s*(def|class)\s+{re.escape(m[1])}\b", code):
+                return str(path.resolve()), no
+    return None, None
 
 
 def exit_code(text: str) -> int | None:

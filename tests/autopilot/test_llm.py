@@ -1,0 +1,30 @@
+"""The fix LLM client through the official openai SDK against a local scripted server."""
+
+import pytest
+
+from vibe_rl.autopilot.llm import AnthropicFixLLM, OpenAIFixLLM, llm_from_env
+from vibe_rl.errors import ConfigError
+
+from .scripted_llm import ScriptedLLM
+
+
+def test_openai_client_talks_to_a_compatible_server():
+    with ScriptedLLM(["WHY: x\nfirst", "second"]) as server:
+        llm = llm_from_env(server.env())
+        assert isinstance(llm, OpenAIFixLLM)
+        assert llm.complete("sys", "fix it") == "WHY: x\nfirst"
+        assert llm.complete("sys", "again") == "second"
+        assert server.requests[0]["model"] == "scripted-fixer"
+        assert server.requests[0]["messages"] == [{"role": "system", "content": "sys"},
+                                                  {"role": "user", "content": "fix it"}]
+        assert server.auth[0] == "Bearer sk-test-secret-do-not-print"
+        assert "secret" not in llm.describe() and "127.0.0.1" in llm.describe()
+
+
+def test_provider_selection_from_env():
+    assert llm_from_env({}) is None
+    assert isinstance(llm_from_env({"ANTHROPIC_API_KEY": "k"}), AnthropicFixLLM)
+    llm = llm_from_env({"ANTHROPIC_API_KEY": "k", "VIBE_RL_FIX_MODEL": "claude-x"})
+    assert llm.describe() == "anthropic:claude-x @ api.anthropic.com"
+    with pytest.raises(ConfigError):
+        llm_from_env({"VIBE_RL_FIX_PROVIDER": "nope"})
