@@ -1,0 +1,50 @@
+"""Training loop (agent_roll): the mock tasks, grpo_n episodes each, against swarm server server1.
+
+task_id is the game's seed: unique per task, never empty, shared by the grpo_n episodes of one GRPO group.
+Batch size and group size come from config.yaml; the server updates the weights on its own.
+"""
+
+import itertools
+import json
+import os
+from pathlib import Path
+
+from vibe_rl.swarm import SwarmClient, Task, TrainJob, run_in_flight
+
+from agent_run import run_episode
+
+HERE = Path(__file__).resolve().parent
+SWARM_URL = os.getenv("VIBE_RL_SWARM_URL", "http://127.0.0.1:10086")
+CONFIG = HERE / "config.yaml"
+DISCARD_EPISODE_TIMEOUT = 600  # seconds an episode may stay idle before the server drops it
+
+
+def load_tasks() -> list[Task]:
+    games = json.loads((HERE / "mock_game_dataset.json").read_text())
+    return [Task(task_id=str(game["seed"]), main_query=f"{game['civilian_word']} / {game['spy_word']}", metadata=game)
+            for game in games]
+
+
+def main() -> None:
+    job = TrainJob.from_yaml(CONFIG)
+    swarm = SwarmClient(SWARM_URL)
+    swarm.auto_sync_train_config_and_start_engine(job)
+    tasks = load_tasks()
+
+    def rollout(task: Task) -> None:
+        episode_uuid, creds = swarm.begin_episode(discard_episode_timeout=DISCARD_EPISODE_TIMEOUT)
+        try:
+            output = run_episode(task, creds)
+        except Exception:
+            swarm.abort_episode(episode_uuid)
+            raise
+        swarm.end_episode(task, episode_uuid, output)
+        print(f"task {task.task_id}: reward {output.reward} winner {output.metadata['winner']}", flush=True)
+
+    # Endless epochs over the dataset; each task is played job.grpo_n times (one GRPO group).
+    episodes = (task for _ in itertools.count() for task in tasks for _ in range(job.grpo_n))
+    run_in_flight(rollout, episodes, max_in_flight=job.batch_size * job.grpo_n)
+
+
+if __name__ == "__main__":
+    main()

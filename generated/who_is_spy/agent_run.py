@@ -1,0 +1,116 @@
+"""One Who-is-Spy episode (agent_roll mode).
+
+Every player is an OpenAI-SDK client of its team's model (TEAM_MODELS); each call is tagged
+`user="<role>:<player_id>"`. A role wired to a static model calls it by name through this episode's URL
+(the swarm server forwards it). Reward of the trainable side: WIN if the civilians win, else LOSS.
+"""
+
+import json
+import os
+import random
+
+from openai import OpenAI
+from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
+
+from game_engine import MAX_ROUNDS, NUM_PLAYERS, NUM_SPIES, Game, Player, new_game
+
+# Team wiring: role -> the server (trainable) or static model its calls reach. `vibe-rl doctor` checks it.
+TEAM_MODELS = {"civilian": "server1", "spy": "qwen-max"}
+MAX_TOKENS = int(os.getenv("VIBE_RL_MAX_TOKENS", "256"))
+WIN, LOSS = 1.0, 0.0
+
+FIRST = ("Ada Ben Cleo Dara Eli Faye Gus Hana Ivan Jade Kai Lena Milo Nora Omar Pia Quinn Ravi Sara Theo "
+         "Uma Vik Wren Xia Yara Zane Alma Bruno Chen Dora Emil Fern Gale Hugo Iris Joel Kira Luca Maya Nils").split()
+LAST = ("Abbott Brooks Castro Diaz Evans Fischer Garcia Haddad Ito Jensen Kowal Larsen Moreau Novak Okafor "
+        "Park Quist Rossi Silva Tanaka Ueda Vargas Weber Xu Young Zhou Adler Berg Costa Dutta").split()
+NAMES = [f"{first} {last}" for first in FIRST for last in LAST]  # 1200 names
+
+SYSTEM = (
+    "You play Who is Spy. Most players are civilians and share one word; the spies got a similar but "
+    "different word. Nobody knows their own role. Each round everyone describes their word in one short "
+    "sentence without saying it, then everyone votes out the player they think is a spy. Civilians win when "
+    "every spy is out; spies win once they are as many as the civilians."
+)
+VOTE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "vote",
+        "description": "Vote to eliminate the player you think is a spy.",
+        "parameters": {
+            "type": "object",
+            "properties": {"player_id": {"type": "string", "description": "Id of the player, e.g. player_7"}},
+            "required": ["player_id"],
+        },
+    },
+}
+
+
+def transcript(game: Game, me: Player) -> str:
+    seats = ", ".join(f"{p.pid} ({p.name})" for p in game.alive())
+    said = "\n".join(f"round {r} {pid} ({game.player(pid).name}): {text}" for r, pid, text in game.descriptions)
+    out = ", ".join(f"{pid} in round {r}" for r, pid in game.eliminated) or "nobody"
+    return (f"You are {me.pid} ({me.name}); your word is '{me.word}'. Round {game.round}.\n"
+            f"Players alive: {seats}\nEliminated: {out}\nDescriptions so far:\n{said or '(none yet)'}")
+
+
+def ask(llm: tuple[OpenAI, str], player: Player, prompt: str, **kwargs):
+    client, model = llm
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+    reply = client.chat.completions.create(model=model, messages=messages, max_tokens=MAX_TOKENS,
+                                           user=f"{player.role}:{player.pid}", **kwargs)
+    return reply.choices[0].message
+
+
+def describe(game: Game, player: Player, llm) -> str:
+    prompt = transcript(game, player) + "\nDescribe your word in one short sentence. Do not say the word."
+    return (ask(llm, player, prompt).content or "").strip()[:300] or "(silence)"
+
+
+def vote(game: Game, player: Player, llm) -> str | None:
+    """The vote is a tool call; plain text naming a player (id or name) is accepted as a fallback."""
+    prompt = transcript(game, player) + "\nVote out one other player with the `vote` tool."
+    message = ask(llm, player, prompt, tools=[VOTE_TOOL])
+    text = message.content or ""
+    for call in message.tool_calls or []:
+        try:
+            text = str(json.loads(call.function.arguments or "{}").get("player_id", "")) + " " + text
+        except (json.JSONDecodeError, AttributeError):
+            text = (call.function.arguments or "") + " " + text
+    for other in sorted(game.alive(), key=lambda p: -len(p.pid)):  # player_12 before player_1
+        if other.pid != player.pid and (other.pid in text or other.name in text):
+            return other.pid
+    return None  # an abstention
+
+
+def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], team_models: dict[str, str] = TEAM_MODELS,
+         seed: int | None = None) -> Game:
+    """Play one game. Ids, names and seats are shuffled per episode (pass `seed` to replay one)."""
+    info = task.metadata
+    game = new_game(info["civilian_word"], info["spy_word"], NAMES, random.Random(seed),
+                    info.get("num_players", NUM_PLAYERS), info.get("num_spies", NUM_SPIES),
+                    info.get("max_rounds", MAX_ROUNDS))
+    default = next(iter(endpoints.values()))  # a static model is reached through the episode URL
+    llms = {}
+    for role, target in team_models.items():
+        creds = endpoints.get(target, default)
+        client = OpenAI(base_url=creds.base_url, api_key=creds.api_key, max_retries=3)
+        llms[role] = (client, creds.model if target in endpoints else target)
+    while game.winner() is None:
+        for player in game.alive():
+            game.describe(player.pid, describe(game, player, llms[player.role]))
+        game.vote({p.pid: vote(game, p, llms[p.role]) for p in game.alive()})
+    return game
+
+
+def summary(game: Game) -> dict:
+    roles = {p.pid: p.role for p in game.players}
+    return {"winner": game.winner(), "rounds": game.round - 1, "roles": roles, "eliminated": game.eliminated}
+
+
+def reward(game: Game, role: str) -> float:
+    return WIN if game.winner() == role else LOSS
+
+
+def run_episode(task: Task, creds: OpenaiBaseUrlAndApiKey, seed: int | None = None) -> WorkflowOutput:
+    game = play(task, {"server1": creds}, seed=seed)
+    return WorkflowOutput(reward=reward(game, "civilian"), metadata=summary(game))
