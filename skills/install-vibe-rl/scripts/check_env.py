@@ -11,6 +11,7 @@ torch is imported in a subprocess so a broken torch cannot crash the check.
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,8 @@ def run(cmd: list[str]) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     ok = sys.version_info >= (3, 10)
     print(f"python   {sys.version.split()[0]} ({sys.executable}){'' if ok else '  <- vibe-rl needs 3.10+'}")
     for tool in ("uv", "tmux", "node", "npx", "vibe-rl", "nvidia-smi"):
