@@ -86,6 +86,8 @@ class LLMPlanner:
             raw, reply = self._ask(messages)
             try:
                 return parse(raw)
+            except PlannerError:  # the model says no family fits: retrying will not help
+                raise
             except ValueError as exc:
                 error = str(exc)
                 messages = messages + reply + self._retry(reply, error)

@@ -188,7 +188,7 @@ class Doctor:
             for node in ast.walk(tree):
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "create"
                         and "completions" in ast.unparse(node.func.value)
-                        and not any(k.arg in ("user", None) for k in node.keywords)):
+                        and not any(k.arg == "user" for k in node.keywords)):
                     self.add("error", rel, node.lineno, "chat call without user= tag",
                              'pass user=f"{role}:{player_id}" so traces show which player spoke to which model')
 
