@@ -13,14 +13,14 @@ import pytest
 import workflow as wf
 
 HERE = Path(__file__).resolve().parent
-DATA = json.loads((HERE / "mock_translation_dataset.json").read_text(encoding="utf-8"))
-RULES, TASKS = DATA["rules"], DATA["tasks"]
+DATA = json.loads((HERE / "mock_paragraphs.json").read_text(encoding="utf-8"))
+RULES, TASKS = DATA["rules"], DATA["paragraphs"]
 PRONOUN, SUBJECT = RULES["forbidden_pronouns"][0], RULES["preferred_subjects"][0]
 GW = TASKS[0]  # has two abbreviations, two terms and starts with a preferred subject
 
 
-def test_dataset_ids_are_unique_and_references_are_clean():
-    ids = [t["task_id"] for t in TASKS]
+def test_paragraph_ids_are_unique_and_references_are_clean():
+    ids = [t["paragraph_id"] for t in TASKS]
     assert len(ids) == len(set(ids)) >= 10 and all(i.strip() for i in ids)
     for task in TASKS:
         assert task["source"].isascii()
@@ -30,7 +30,7 @@ def test_dataset_ids_are_unique_and_references_are_clean():
 
 # ---- translation quality ----
 
-@pytest.mark.parametrize("task", TASKS, ids=lambda t: t["task_id"])
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t["paragraph_id"])
 def test_reference_translation_scores_full_marks(task):
     grade = wf.TranslationQualityGrader(RULES).grade(task["reference"], task)
     assert grade.score == 2.0 and grade.reward == 1.0

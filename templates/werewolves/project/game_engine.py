@@ -201,10 +201,12 @@ class Game:
         """Speeches, vote and elimination; return the eliminated player, if any."""
         for p in self.living():
             self.public_log.append(f"Day {self.day}, {p.pid} says: {decider.speak(self, p).strip()[:600]}")
-        votes = {p.pid: self._ask(decider, p, "day_vote", self.ids(self.living(), exclude=p.pid)) for p in self.living()}
+        votes = {p.pid: self._ask(decider, p, "day_vote", self.ids(self.living(), exclude=p.pid))
+                 for p in self.living()}
         shown = ", ".join(f"{v}->{t}" for v, t in votes.items())
         out = self.vote_out(votes)
-        self.public_log.append(f"Day {self.day} votes: {shown}. " + (f"{out} is eliminated." if out else "Tie: nobody is eliminated."))
+        result = f"{out} is eliminated." if out else "Tie: nobody is eliminated."
+        self.public_log.append(f"Day {self.day} votes: {shown}. {result}")
         if out:
             self.get(out).alive = False
             if self.get(out).role == HUNTER:

@@ -1,4 +1,7 @@
-"""Rules of game_engine.py: each role power, vote ties and both win conditions. Run: python -m pytest test_game_engine.py"""
+"""Rules of game_engine.py: each role power, vote ties and both win conditions.
+
+Run: python -m pytest test_game_engine.py
+"""
 
 import random
 

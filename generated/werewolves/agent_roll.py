@@ -1,0 +1,59 @@
+"""Training loop (agent_roll): the mock games, grpo_n episodes each, against swarm server server1.
+
+task_id is the game's seed: unique, never empty. A game opens one episode per trainable team (EPISODE_ROLES);
+each is reported under "<seed>-<team>", so a GRPO group compares grpo_n plays of one deal from one side.
+Batch size and group size come from config.yaml; the server updates the weights on its own.
+"""
+
+import itertools
+import json
+import os
+from pathlib import Path
+
+from vibe_rl.swarm import SwarmClient, Task, TrainJob, run_in_flight
+
+from agent_run import EPISODE_ROLES, run_episode
+
+HERE = Path(__file__).resolve().parent
+SWARM_URL = os.getenv("VIBE_RL_SWARM_URL", "http://127.0.0.1:10086")
+CONFIG = HERE / "config.yaml"
+DISCARD_EPISODE_TIMEOUT = 240  # seconds an episode may stay idle before the server drops it
+MAX_PARALLEL = 64  # games in flight at most
+
+
+def load_tasks() -> list[Task]:
+    games = json.loads((HERE / "mock_game_dataset.json").read_text())
+    return [Task(task_id=str(game["seed"]), main_query=f"werewolves game {game['seed']}", metadata=game)
+            for game in games]
+
+
+def team_task(task: Task, team: str) -> Task:
+    return Task(task_id=f"{task.task_id}-{team}", main_query=task.main_query, metadata=task.metadata)
+
+
+def main() -> None:
+    job = TrainJob.from_yaml(CONFIG)
+    swarm = SwarmClient(SWARM_URL)
+    swarm.auto_sync_train_config_and_start_engine(job)
+    tasks = load_tasks()
+
+    def rollout(task: Task) -> None:
+        opened = {team: swarm.begin_episode(discard_episode_timeout=DISCARD_EPISODE_TIMEOUT) for team in EPISODE_ROLES}
+        try:
+            outputs = run_episode(task, {team: creds for team, (_, creds) in opened.items()})
+        except Exception:
+            for episode_uuid, _ in opened.values():
+                swarm.abort_episode(episode_uuid)
+            raise
+        for team, (episode_uuid, _) in opened.items():
+            swarm.end_episode(team_task(task, team), episode_uuid, outputs[team])
+        info = next(iter(outputs.values())).metadata
+        print(f"task {task.task_id}: winner {info['winner']} after {info['days']} day(s)", flush=True)
+
+    # Endless epochs over the dataset; each game is played job.grpo_n times (one GRPO group per team).
+    episodes = (task for _ in itertools.count() for task in tasks for _ in range(job.grpo_n))
+    run_in_flight(rollout, episodes, max_in_flight=min(MAX_PARALLEL, job.batch_size * job.grpo_n))
+
+
+if __name__ == "__main__":
+    main()

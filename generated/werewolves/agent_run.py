@@ -1,0 +1,145 @@
+"""One Werewolves episode (agent_roll mode).
+
+Every player is an OpenAI-SDK client of its role's model (TEAM_MODELS; `vibe-rl doctor` checks it) and every
+call is tagged `user="<role>:<player_id>"`. Roles wired to the trainable server server1 use their team's
+episode; roles wired to a static model call it by name through the episode URL (the server forwards it).
+
+The werewolves and the seer share one model but sit on opposite sides, so a game fills one episode per
+trainable team (EPISODE_ROLES): each episode holds only that team's calls and earns WIN when the team's
+side wins, else LOSS (a draw pays LOSS to both).
+"""
+
+import json
+import os
+import random
+
+from openai import OpenAI
+from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
+
+from game_engine import SKIP, Game, Player, reward_for
+
+# Role -> the server (trainable) or static model its calls reach.
+TEAM_MODELS = {
+    "werewolf": "server1",
+    "seer": "server1",
+    "witch": "Qwen3-235B-A22B",
+    "hunter": "Qwen3-235B-A22B",
+    "villager": "Qwen3-235B-A22B",
+}
+TRAINABLE = "server1"
+# Trainable team -> its roles; one episode per team and game.
+EPISODE_ROLES = {
+    "werewolves": ["werewolf"],
+    "seer": ["seer"],
+}
+MAX_TOKENS = int(os.getenv("VIBE_RL_MAX_TOKENS", "256"))
+WIN, LOSS = 1.0, 0.0
+LOG_LINES = 30  # recent public events shown in a prompt
+
+FIRST = ("Ada Ben Cleo Dara Eli Faye Gus Hana Ivan Jade Kai Lena Milo Nora Omar Pia Quinn Ravi Sara Theo "
+         "Uma Vik Wren Xia Yara Zane Alma Bruno Chen Dora Emil Fern Gale Hugo Iris Joel Kira Luca Maya Nils").split()
+LAST = ("Abbott Brooks Castro Diaz Evans Fischer Garcia Haddad Ito Jensen Kowal Larsen Moreau Novak Okafor "
+        "Park Quist Rossi Silva Tanaka Ueda Vargas Weber Xu Young Zhou Adler Berg Costa Dutta").split()
+NAMES = [f"{first} {last}" for first in FIRST for last in LAST]  # 1200 names
+
+SYSTEM = (
+    "You play Werewolves with 9 players: 3 werewolves, 1 seer, 1 witch, 1 hunter and 3 villagers. Each night "
+    "the werewolves attack a player, the seer learns whether one player is a werewolf, and the witch may save "
+    "the victim or poison a player (each potion once per game). A hunter who dies may shoot a player, unless "
+    "poisoned. Each day everyone speaks, then all vote one player out; a tie eliminates nobody. The village "
+    "wins when every werewolf is dead; the werewolves win once they are at least as many as the others."
+)
+ASK = {
+    "wolf_kill": "Night: choose the player the werewolves attack.",
+    "seer_check": "Night: choose a player to check; you will learn whether they are a werewolf.",
+    "witch_save": "Night: your notes name the werewolves' victim. Use your save potion on them?",
+    "witch_poison": "Night: poison a player, or skip to keep your poison potion.",
+    "hunter_shoot": "You are dead. Shoot a living player, or skip.",
+    "day_vote": "Day vote: choose the player to eliminate.",
+}
+CHOOSE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "choose",
+        "description": "Make your choice for this phase of the game.",
+        "parameters": {
+            "type": "object",
+            "properties": {"choice": {"type": "string", "description": "One of the listed options, e.g. player_7"}},
+            "required": ["choice"],
+        },
+    },
+}
+
+
+def view(game: Game, me: Player) -> str:
+    alive = ", ".join(f"{p.pid} ({p.name})" for p in game.living())
+    events = "\n".join(game.public_log[-LOG_LINES:]) or "(nothing yet)"
+    notes = "\n".join(game.private_log.get(me.pid, []))
+    return f"Day {game.day}. Living players: {alive}\nPublic events:\n{events}\nYour private notes:\n{notes}"
+
+
+class LLMPlayers:
+    """game_engine's Decider. An answer naming no legal option falls back to 'skip' where allowed, else to
+    a random legal option, so the game always moves on (counted in `fallbacks`)."""
+
+    def __init__(self, llms: dict[str, tuple[OpenAI, str]], rng: random.Random):
+        self.llms, self.rng, self.fallbacks = llms, rng, 0
+
+    def ask(self, player: Player, prompt: str, **kwargs):
+        client, model = self.llms[player.role]
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+        reply = client.chat.completions.create(model=model, messages=messages, max_tokens=MAX_TOKENS,
+                                               user=f"{player.role}:{player.pid}", **kwargs)
+        return reply.choices[0].message
+
+    def speak(self, game: Game, player: Player) -> str:
+        prompt = view(game, player) + "\nDay discussion: say one or two sentences to the other players."
+        return (self.ask(player, prompt).content or "").strip() or "(silence)"
+
+    def choose(self, game: Game, player: Player, action: str, options: list[str]) -> str:
+        prompt = f"{view(game, player)}\n{ASK[action]}\nOptions: {', '.join(options)}. Answer with the `choose` tool."
+        message = self.ask(player, prompt, tools=[CHOOSE_TOOL])
+        text = message.content or ""
+        for call in message.tool_calls or []:
+            try:
+                text = str(json.loads(call.function.arguments or "{}").get("choice", "")) + " " + text
+            except (json.JSONDecodeError, AttributeError):
+                text = (call.function.arguments or "") + " " + text
+        names = {p.pid: p.name for p in game.players}
+        for option in sorted(options, key=len, reverse=True):  # player_12 before player_1
+            if option in text or (option in names and names[option] in text):
+                return option
+        self.fallbacks += 1
+        return SKIP if SKIP in options else self.rng.choice(options)
+
+
+def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], seed: int | None = None) -> tuple[Game, LLMPlayers]:
+    """Play one game. The task's seed fixes the deal; ids and names are drawn per episode (`seed` replays one)."""
+    rng = random.Random(seed)
+    ids = [f"player_{n}" for n in rng.sample(range(1, 100), 9)]
+    info = task.metadata
+    game = Game.deal(ids, rng.sample(NAMES, 9), seed=int(info.get("seed", task.task_id)),
+                     win_rule=info.get("win_rule", "parity"), max_days=info.get("max_days", 12))
+    team_of = {role: team for team, roles in EPISODE_ROLES.items() for role in roles}
+    first = next(iter(endpoints.values()))  # static models are reached through an episode URL
+    clients: dict[str, OpenAI] = {}
+    llms = {}
+    for role, target in TEAM_MODELS.items():
+        creds = endpoints.get(team_of.get(role, ""), first)
+        if creds.api_key not in clients:
+            clients[creds.api_key] = OpenAI(base_url=creds.base_url, api_key=creds.api_key, max_retries=3)
+        llms[role] = (clients[creds.api_key], creds.model if target == TRAINABLE else target)
+    players = LLMPlayers(llms, rng)
+    game.play(players)
+    return game, players
+
+
+def run_episode(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey],
+                seed: int | None = None) -> dict[str, WorkflowOutput]:
+    """endpoints: trainable team -> its episode credentials. Returns team -> its episode's output."""
+    game, players = play(task, endpoints, seed)
+    info = {"winner": game.winner, "days": game.day, "roles": {p.pid: p.role for p in game.players},
+            "fallbacks": players.fallbacks, "invalid_actions": game.invalid_actions}
+    return {team: WorkflowOutput(reward=WIN if reward_for(roles[0], game.winner) else LOSS,
+                                 metadata={**info, "team": team})
+            for team, roles in EPISODE_ROLES.items()}
