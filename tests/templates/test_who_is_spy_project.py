@@ -1,0 +1,141 @@
+"""The generated Who-is-Spy project: size, lint, its own rule tests, dataset, and one full episode against
+scripted OpenAI-compatible players (tool-call votes and plain-text votes)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = REPO / "generated" / "who_is_spy"
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    dst = tmp_path / "who_is_spy"
+    shutil.copytree(PROJECT, dst, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    return dst
+
+
+def test_roll_scripts_are_short():
+    for name in ("agent_roll.py", "agent_roll_adv.py"):
+        assert len((PROJECT / name).read_text().splitlines()) < 100, name
+
+
+def test_ruff_clean():
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or "ruff"
+    done = subprocess.run([ruff, "check", "--no-cache", str(PROJECT)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_game_rules_pass_in_the_project(project):
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_game_engine.py"],
+                          cwd=project, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"\b1\d passed", done.stdout)
+
+
+def test_dataset_task_ids_are_unique_seeds():
+    games = json.loads((PROJECT / "mock_game_dataset.json").read_text())
+    seeds = [str(g["seed"]) for g in games]
+    assert len(games) == 200 and all(s.strip() for s in seeds) and len(set(seeds)) == len(seeds)
+    assert all(g["civilian_word"] != g["spy_word"] for g in games)
+
+
+class Players:
+    """Scripted OpenAI-compatible players. Descriptions are text; a civilian votes with a tool call, a spy
+    answers in plain text naming a player (the fallback path). Everyone votes the first other living player."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(body)
+                message = {"role": "assistant", "content": "It is round and you can hold it."}
+                if body.get("tools"):
+                    prompt = body["messages"][-1]["content"]
+                    me = re.search(r"You are (player_\d+) \(", prompt).group(1)
+                    seats = re.findall(r"(player_\d+) \(([^)]+)\)", prompt.split("Players alive:")[1].split("\n")[0])
+                    pid, name = next((p, n) for p, n in seats if p != me)
+                    if body["user"].startswith("civilian:"):
+                        args = json.dumps({"player_id": pid})
+                        message = {"role": "assistant", "content": None, "tool_calls": [
+                            {"id": "call_1", "type": "function", "function": {"name": "vote", "arguments": args}}]}
+                    else:
+                        message["content"] = f"I think {name} is suspicious."
+                data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                   "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+DRIVER = """
+import json, sys
+from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task
+from agent_run import run_episode
+from agent_run_adv import run_episode_adv
+url1, url2 = sys.argv[1], sys.argv[2]
+games = json.load(open("mock_game_dataset.json"))
+task = Task(task_id=str(games[0]["seed"]), metadata=games[0])
+c1 = OpenaiBaseUrlAndApiKey(base_url=url1, api_key="k1", model="trainable-1")
+c2 = OpenaiBaseUrlAndApiKey(base_url=url2, api_key="k2", model="trainable-2")
+out = run_episode(task, c1, seed=7)
+adv = run_episode_adv(task, c1, c2, seed=7)
+print(json.dumps({"single": out.model_dump(), "adv": [o.model_dump() for o in adv]}))
+"""
+
+
+def test_episode_wiring_votes_and_rewards(project):
+    one, two = Players(), Players()
+    try:
+        done = subprocess.run([sys.executable, "-c", DRIVER, one.url, two.url], cwd=project,
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        one.close()
+        two.close()
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    single, (adv_1, adv_2) = result["single"], result["adv"]
+    assert single["metadata"]["winner"] in ("civilian", "spy")
+    assert single["reward"] == (1.0 if single["metadata"]["winner"] == "civilian" else 0.0)
+    assert single["metadata"]["eliminated"], "scripted votes always agree, so someone is voted out"
+    assert adv_1["reward"] + adv_2["reward"] == 1.0  # each server rewarded for its own team
+    assert adv_1["reward"] == (1.0 if adv_1["metadata"]["winner"] == "civilian" else 0.0)
+
+    for body in one.requests + two.requests:
+        role, pid = body["user"].split(":")
+        assert role in ("civilian", "spy") and re.fullmatch(r"player_\d+", pid)
+        assert body["max_tokens"] == 256
+    # agent_roll: civilians -> the trainable model, spies -> qwen-max, both through server 1's URL
+    models = {(b["user"].split(":")[0], b["model"]) for b in one.requests}
+    assert ("civilian", "trainable-1") in models and ("spy", "qwen-max") in models
+    assert not {("spy", "trainable-1"), ("civilian", "qwen-max")} & models
+    # agent_roll_adv: every spy call went to server 2 with its model, none to server 1
+    assert {(b["user"].split(":")[0], b["model"]) for b in two.requests} == {("spy", "trainable-2")}
+    assert any(b.get("tools") for b in one.requests)

@@ -1,0 +1,100 @@
+"""Smoke: one full agent_run episode of the generated Who-is-Spy project against a real swarm server on
+loopback with the tiny model. Whatever the model says, the game must end with a legal winner and reward,
+and the server's traces must show civilians on the trainable model and spies on the static qwen-max."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
+
+DRIVER = """
+import json, sys
+from vibe_rl.swarm import SwarmClient, Task, TrainJob
+from agent_run import run_episode
+swarm = SwarmClient(sys.argv[1])
+swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml("config_cpu.yaml"), verbose=False)
+game = json.load(open("mock_game_dataset.json"))[0] | {"max_rounds": 2}
+task = Task(task_id=str(game["seed"]), metadata=game)
+episode_uuid, creds = swarm.begin_episode(discard_episode_timeout=600)
+output = run_episode(task, creds)
+swarm.end_episode(task, episode_uuid, output)
+calls = [c for c in swarm.get_traces(limit=1000)["calls"] if c["episode_uuid"] == episode_uuid]
+print(json.dumps({"output": output.model_dump(), "model": creds.model, "calls": calls}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_one_episode_against_a_real_swarm_server(tmp_path, tiny_model_dir):
+    project = tmp_path / "who_is_spy"
+    shutil.copytree(REPO / "generated" / "who_is_spy", project, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    # The CPU variant of config.yaml: tiny model, one-episode groups, and qwen-max served as a frozen local
+    # copy (no DashScope key or network here).
+    job = yaml.safe_load((project / "config.yaml").read_text())
+    job["model"].update(path="tiny", max_model_len=2048)
+    job["train"].update(batch_size=1, grpo_n=1)
+    job["static_models"] = [{"name": "qwen-max"}]
+    (project / "config_cpu.yaml").write_text(yaml.safe_dump(job))
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DASHSCOPE_API_KEY"}
+    env.update(VIBE_RL_MAX_TOKENS="24", PYTHONUNBUFFERED="1")
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen([VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny",
+                               "--experiment-dir", str(tmp_path / "exp")], stdout=log, stderr=subprocess.STDOUT,
+                              env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None, (tmp_path / "server.log").read_text()
+            time.sleep(0.2)
+        done = subprocess.run([sys.executable, "-c", DRIVER, url], cwd=project, capture_output=True, text=True,
+                              timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-4000:] + (tmp_path / "server.log").read_text()[-4000:]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    output, calls = result["output"], result["calls"]
+    winner = output["metadata"]["winner"]
+    assert winner in ("civilian", "spy")
+    assert output["reward"] == (1.0 if winner == "civilian" else 0.0)
+    assert 1 <= output["metadata"]["rounds"] <= 2
+    roles = output["metadata"]["roles"]
+    assert calls, "the server recorded no calls of this episode"
+    for call in calls:
+        role, pid = call["player"].split(":")
+        assert roles[pid] == role
+        if role == "civilian":
+            assert (call["model"], call["static"]) == (result["model"], False)
+        else:
+            assert (call["model"], call["static"]) == ("qwen-max", True)
+    assert {c["player"].split(":")[0] for c in calls} == {"civilian", "spy"}
