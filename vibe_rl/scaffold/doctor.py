@@ -132,7 +132,7 @@ class Doctor:
                 if getattr(job.train, field) != getattr(spec.training, field):
                     self.add("warning", server.config, _line_of(path, field),
                              f"train.{field} is {getattr(job.train, field)} but {SPEC_FILE} says "
-                             f"{getattr(spec.training, field)}", f"set the same value in both (the config wins at run time)")
+                             f"{getattr(spec.training, field)}", "set the same value in both (the config wins at run time)")
             for mode in spec.modes:
                 if server.name in mode.servers:
                     self.check_script_sizes(mode.script, server.config, job)
@@ -230,7 +230,7 @@ def _team_models(tree: ast.Module) -> tuple[dict[str, str] | None, int]:
     for node in tree.body:
         if (isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "TEAM_MODELS" for t in node.targets)
                 and isinstance(node.value, ast.Dict)):
-            pairs = zip(node.value.keys, node.value.values)
+            pairs = zip(node.value.keys, node.value.values, strict=True)
             return {_constant_text(k) or "": _constant_text(v) or ast.unparse(v) for k, v in pairs}, node.lineno
     return None, 0
 
