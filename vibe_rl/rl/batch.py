@@ -1,0 +1,93 @@
+"""Turning Samples into padded tensors, and scoring them with a model.
+
+Too-long samples are truncated from the right (input ids, loss mask and
+logprobs together, so they stay aligned) and counted; nothing is dropped
+silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from vibe_rl.extras import require
+from vibe_rl.rl.logprobs import token_logprobs
+from vibe_rl.rl.samples import Sample
+
+
+@dataclass
+class Prepared:
+    samples: list[Sample]
+    truncated_samples: int = 0
+    truncated_loss_tokens: int = 0
+    dropped_samples: int = 0
+
+
+def prepare(samples: Sequence[Sample], max_len: int, max_samples: int | None = None) -> Prepared:
+    """Cap the number of samples (extra ones dropped and counted) and truncate long ones from the right."""
+    kept = list(samples)
+    out = Prepared([])
+    if max_samples is not None and len(kept) > max_samples:
+        out.dropped_samples = len(kept) - max_samples
+        kept = kept[:max_samples]
+    for s in kept:
+        if len(s.input_ids) > max_len:
+            out.truncated_samples += 1
+            out.truncated_loss_tokens += sum(s.loss_mask[max_len:])
+            s = replace(s, input_ids=s.input_ids[:max_len], loss_mask=s.loss_mask[:max_len],
+                        old_logprobs=s.old_logprobs[:max_len], players=list(s.players))
+        out.samples.append(s)
+    return out
+
+
+def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
+    """Fixed-size chunks of length-sorted samples (less padding per forward pass)."""
+    ordered = sorted(samples, key=lambda s: len(s.input_ids))
+    for start in range(0, len(ordered), size):
+        yield ordered[start:start + size]
+
+
+def collate(samples: Sequence[Sample], pad_id: int, device: Any) -> dict[str, Any]:
+    """Right-padded tensors: ids/attention/loss_mask/old_logprobs (B, T); advantage/temperature/top_p (B,)."""
+    torch = require("torch", "training")
+    width = max(len(s.input_ids) for s in samples)
+    b = len(samples)
+    ids = torch.full((b, width), pad_id, dtype=torch.long)
+    attention = torch.zeros((b, width), dtype=torch.long)
+    loss_mask = torch.zeros((b, width), dtype=torch.bool)
+    old = torch.zeros((b, width), dtype=torch.float32)
+    for i, s in enumerate(samples):
+        n = len(s.input_ids)
+        ids[i, :n] = torch.tensor(s.input_ids)
+        attention[i, :n] = 1
+        loss_mask[i, :n] = torch.tensor(s.loss_mask, dtype=torch.bool)
+        old[i, :n] = torch.tensor(s.old_logprobs, dtype=torch.float32)
+    batch = {
+        "input_ids": ids, "attention_mask": attention, "loss_mask": loss_mask, "old_logprobs": old,
+        "advantage": torch.tensor([s.advantage for s in samples], dtype=torch.float32),
+        "temperature": torch.tensor([s.temperature for s in samples], dtype=torch.float32),
+        "top_p": torch.tensor([s.top_p for s in samples], dtype=torch.float32),
+    }
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def score(model: Any, batch: dict[str, Any], temperature_aware: bool = True) -> tuple[Any, Any]:
+    """Log-probs of the loss tokens under `model` -> (logp (N,), selection mask (B, T-1)).
+
+    Position t of the logits predicts token t+1, so everything is shifted by one:
+    the returned values follow the order of `batch[...][:, 1:][mask]`.
+    """
+    torch = require("torch", "training")
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, T, V)
+    mask = batch["loss_mask"][:, 1:]  # (B, T-1): which predicted tokens the model wrote
+    targets = batch["input_ids"][:, 1:][mask]  # (N,)
+    picked = logits[:, :-1][mask]  # (N, V)
+    shape = mask.shape
+    if temperature_aware:
+        temps = batch["temperature"][:, None].expand(shape)[mask]  # (N,)
+        top_p = batch["top_p"][:, None].expand(shape)[mask]  # (N,)
+    else:  # plain next-token likelihood (SFT)
+        temps = torch.ones_like(targets, dtype=torch.float32)
+        top_p = torch.ones_like(temps)
+    return token_logprobs(picked, targets, temps, top_p), mask
