@@ -5,57 +5,20 @@ two bugs (one task_id for every episode; a spy on the civilians' model) and see 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
-import pytest
-from skillpack import SKILLS_DIR
+from skillpack import SKILLS_DIR, free_port
 
 DEBUG = SKILLS_DIR / "debug-swarm-training" / "scripts"
 CHECK_TASKS = SKILLS_DIR / "write-swarm-client" / "scripts" / "check_tasks.py"
-VIBE_RL = Path(sys.executable).parent / "vibe-rl"
 
 
 def _script(path: Path, *args: str) -> subprocess.CompletedProcess:
     # -I -S: the scripts must work with the standard library alone, as in any project venv
     return subprocess.run([sys.executable, "-I", "-S", str(path), *args], capture_output=True, text=True, timeout=300)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tiny_model_dir, tmp_path_factory):
-    pytest.importorskip("fastapi", reason="the swarm server needs the 'server' extra")
-    port, exp = _free_port(), tmp_path_factory.mktemp("exp")
-    log = open(exp / "server.log", "w")
-    proc = subprocess.Popen([str(VIBE_RL), "swarm", "start", "--port", str(port), "--model", "tiny",
-                             "--experiment-dir", str(exp)], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            if proc.poll() is not None:
-                pytest.fail(f"server exited: {(exp / 'server.log').read_text()[-3000:]}")
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def _play(swarm, task, reward: float, spy_model: str | None) -> None:
@@ -124,6 +87,6 @@ def test_check_tasks_on_the_generated_dataset_and_a_broken_one(tmp_path):
 
 
 def test_watch_status_gives_up_when_no_server_answers():
-    port = _free_port()
+    port = free_port()
     result = _script(DEBUG / "watch_status.py", "--url", f"http://127.0.0.1:{port}", "--once")
     assert result.returncode == 2 and "no answer" in result.stdout
