@@ -5,9 +5,9 @@ Every player is an OpenAI-SDK client of its team's model (TEAM_MODELS); each cal
 (the swarm server forwards it). Reward of the trainable side: WIN if the civilians win, else LOSS.
 """
 
-import json
 import os
 import random
+import re
 
 from openai import OpenAI
 from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
@@ -70,16 +70,14 @@ def vote(game: Game, player: Player, llm) -> str | None:
     """The vote is a tool call; plain text naming a player (id or name) is accepted as a fallback."""
     prompt = transcript(game, player) + "\nVote out one other player with the `vote` tool."
     message = ask(llm, player, prompt, tools=[VOTE_TOOL])
-    text = message.content or ""
-    for call in message.tool_calls or []:
-        try:
-            text = str(json.loads(call.function.arguments or "{}").get("player_id", "")) + " " + text
-        except (json.JSONDecodeError, AttributeError):
-            text = (call.function.arguments or "") + " " + text
-    for other in sorted(game.alive(), key=lambda p: -len(p.pid)):  # player_12 before player_1
-        if other.pid != player.pid and (other.pid in text or other.name in text):
-            return other.pid
-    return None  # an abstention
+    calls = " ".join(call.function.arguments or "" for call in message.tool_calls or [])
+    text = calls + " " + (message.content or "")  # the tool call's target comes first
+    mentions = []
+    for other in game.alive():
+        found = re.search(rf"\b{other.pid}\b|{re.escape(other.name)}", text)
+        if found and other.pid != player.pid:
+            mentions.append((found.start(), other.pid))
+    return min(mentions)[1] if mentions else None  # no valid target: an abstention
 
 
 def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], team_models: dict[str, str] = TEAM_MODELS,
