@@ -99,3 +99,15 @@ def test_name_override_is_validated():
     assert plan("who is spy", planner="offline", name="my_spy").name == "my_spy"
     with pytest.raises(PlannerError):
         plan("who is spy", planner="offline", name="Bad Name!")
+
+
+@pytest.mark.parametrize("text,total,per_mode", [
+    ("use 8 GPUs", 8, {}), ("8卡训练", 8, {}), ("使用 8 GPU 训练", 8, {}), ("on 2 H100s", 2, {}),
+    ("7B model, Batch Size 16", None, {}),
+    ("agent_roll: 2 gpus\nagent_roll_adv: server 1 and server 2 use 3 GPUs each", None,
+     {"agent_roll": 2, "agent_roll_adv": 3}),
+])
+def test_gpu_phrasings(text, total, per_mode):
+    from vibe_rl.planner.facts import gpu_facts
+
+    assert gpu_facts(text) == (total, per_mode)

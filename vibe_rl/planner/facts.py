@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from vibe_rl.schema.job import StaticModel
 
-_GPU = r"(\d+)\s*(?:x\s*)?(?:gpus?|张\s*(?:显)?卡|个\s*(?:显卡|gpu)|块\s*(?:显卡|gpu)|cards?)"
+_GPU = r"(\d+)\s*(?:x\s*)?(?:张|块|个)?\s*(?:gpus?|显卡|卡|cards?|[ahv]\d{2,3}s?)(?![a-z0-9])"
 _MODE_WORDS = ("agent_roll", "server", "服务器")
 
 # Static models people name in specs: pattern -> (base_url, api_key_env).
