@@ -3,6 +3,7 @@ SKILL.md, drives a real swarm server (tiny model, loopback) to a real weight upd
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -48,3 +49,24 @@ def test_minimal_client_reaches_a_weight_update(server, tmp_path):
     finally:
         client.terminate()
         client.wait(timeout=30)
+
+
+def test_worked_example_spec_plans_as_documented(tmp_path):
+    """vibe-rl-new's worked example: its spec, planned offline, gives the TaskSpec the text tells the user to expect."""
+    text = (SKILLS_DIR / "vibe-rl-new" / "references" / "worked-example.md").read_text(encoding="utf-8")
+    spec = re.search(r"`spec\.md`:\n\n```\n(.*?)^```", text, re.M | re.S).group(1)
+    (tmp_path / "spec.md").write_text(spec, encoding="utf-8")
+    vibe_rl = os.path.join(os.path.dirname(sys.executable), "vibe-rl")
+    result = subprocess.run([vibe_rl, "new", "--spec-file", "spec.md", "--planner", "offline", "--dry-run", "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert list(tmp_path.iterdir()) == [tmp_path / "spec.md"], "a dry run writes nothing"
+    assert plan["family"] == "who_is_spy"
+    assert {t["name"]: t["model"] for t in plan["teams"]} == {"civilians": "server1", "spies": "qwen-max"}
+    assert plan["static_models"][0]["api_key_env"] == "DASHSCOPE_API_KEY"
+    assert plan["servers"][0]["model_path"] == "/models/qwen7b"
+    assert (plan["training"]["batch_size"], plan["training"]["grpo_n"]) == (16, 4)
+    adv = next(m for m in plan["modes"] if m["name"] == "agent_roll_adv")
+    assert adv["teams"] == {"civilians": "server1", "spies": "server2"}
+    assert adv["gpus"] == {"server1": 4, "server2": 4}
