@@ -1,0 +1,63 @@
+"""Training loop (agent_roll): the mock paragraphs, grpo_n episodes each, on 2 swarm servers.
+
+Every task opens one episode on each server (begin/end pairs), runs the three agents once, and reports to
+each server the reward of its own grader. task_id is the task's seed: unique, never empty, the GRPO group
+key on every server. Batch sizes and the group size come from each server's config.
+"""
+
+import itertools
+import json
+import os
+from pathlib import Path
+
+from vibe_rl.swarm import SwarmClient, Task, TrainJob, run_in_flight
+
+from agent_run import run_episode
+
+HERE = Path(__file__).resolve().parent
+SERVERS = {  # server -> (URL, TrainJob config)
+    "server1": (os.getenv("VIBE_RL_SWARM_URL", "http://127.0.0.1:10086"), HERE / "config.yaml"),
+    "server2": (os.getenv("VIBE_RL_SWARM_URL_2", "http://127.0.0.1:10087"), HERE / "config_server2.yaml"),
+}
+DISCARD_EPISODE_TIMEOUT = 240  # seconds an episode may stay idle before the server drops it
+MAX_PARALLEL = 64  # tasks in flight at most
+
+
+def load_tasks() -> list[Task]:
+    records = json.loads((HERE / "mock_translation_dataset.json").read_text(encoding="utf-8"))
+    return [Task(task_id=str(r["seed"]), main_query=r["source"], metadata=r) for r in records]
+
+
+def main() -> None:
+    jobs = {name: TrainJob.from_yaml(config) for name, (_, config) in SERVERS.items()}
+    swarms = {name: SwarmClient(url) for name, (url, _) in SERVERS.items()}
+    for name, swarm in swarms.items():
+        swarm.auto_sync_train_config_and_start_engine(jobs[name])
+    grpo_n = {job.grpo_n for job in jobs.values()}
+    if len(grpo_n) != 1:
+        raise SystemExit(f"Every server groups the same episodes, so grpo_n must match in all configs: {grpo_n}")
+    grpo_n = grpo_n.pop()
+    tasks = load_tasks()
+
+    def rollout(task: Task) -> None:
+        opened = {name: swarm.begin_episode(discard_episode_timeout=DISCARD_EPISODE_TIMEOUT)
+                  for name, swarm in swarms.items()}
+        try:
+            outputs = run_episode(task, {name: creds for name, (_, creds) in opened.items()})
+        except Exception:
+            for name, (episode_uuid, _) in opened.items():
+                swarms[name].abort_episode(episode_uuid)
+            raise
+        for name, (episode_uuid, _) in opened.items():
+            swarms[name].end_episode(task, episode_uuid, outputs[name])
+        rewards = ", ".join(f"{name} {out.reward:.2f}" for name, out in outputs.items())
+        print(f"task {task.task_id}: rewards {rewards}", flush=True)
+
+    # Endless epochs over the dataset; each task runs grpo_n times (one GRPO group on every server).
+    episodes = (task for _ in itertools.count() for task in tasks for _ in range(grpo_n))
+    batch = max(job.batch_size for job in jobs.values())
+    run_in_flight(rollout, episodes, max_in_flight=min(MAX_PARALLEL, batch * grpo_n))
+
+
+if __name__ == "__main__":
+    main()
