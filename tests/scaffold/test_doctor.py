@@ -111,3 +111,9 @@ def test_chinese_syntax_and_untagged_calls(project):
     assert ("game_engine.py", "Chinese/CJK text in code") in found
     assert ("mock_dataset.py", "does not compile") in found
     assert ("agent_run.py", "chat call without user= tag") in found
+
+
+def test_adv_servers_disagree_on_group_size(project):
+    edit(project / "config_server2.yaml", "grpo_n: 4", "grpo_n: 6")
+    (finding,) = errors(project)
+    assert finding.file == "config_server2.yaml" and "agent_roll_adv" in finding.message and finding.line > 0

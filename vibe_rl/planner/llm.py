@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vibe_rl.errors import PlannerError, TemplateError
+from vibe_rl.errors import PlannerError, TemplateError, VibeRLError
 from vibe_rl.scaffold.families import list_families, load_family
 from vibe_rl.scaffold.render import render_files
 from vibe_rl.schema.spec import TaskSpec
@@ -33,7 +33,7 @@ def system_prompt() -> str:
             try:
                 spec = OfflinePlanner().plan((manifest.path / example).read_text(encoding="utf-8"))
                 parts.append("example TaskSpec:\n" + spec.model_dump_json())
-            except Exception:  # an example the offline rules cannot read is simply not shown
+            except (VibeRLError, ValueError, OSError):  # an example the offline rules cannot read is not shown
                 continue
     return "\n".join(parts)
 

@@ -117,6 +117,7 @@ class Doctor:
     def check_sizes(self, spec: TaskSpec | None) -> None:
         if spec is None:
             return
+        jobs: dict[str, TrainJob] = {}
         for server in spec.servers:
             path = self.root / server.config
             if not path.is_file():
@@ -128,6 +129,7 @@ class Doctor:
             except VibeRLError as exc:
                 self.add("error", server.config, 0, f"not a valid TrainJob: {exc}", "fix the named field")
                 continue
+            jobs[server.name] = job
             for field in SIZE_NAMES:
                 if getattr(job.train, field) != getattr(spec.training, field):
                     self.add("warning", server.config, _line_of(path, field),
@@ -136,6 +138,14 @@ class Doctor:
             for mode in spec.modes:
                 if server.name in mode.servers:
                     self.check_script_sizes(mode.script, server.config, job)
+        for mode in spec.modes:  # one game feeds every server of a mode, so their groups must match
+            sizes = {jobs[s].train.grpo_n: s for s in mode.servers if s in jobs}
+            if len(sizes) > 1:
+                names = ", ".join(f"{spec.server(s).config}: {n}" for n, s in sorted(sizes.items()))
+                self.add("error", spec.server(mode.servers[-1]).config, _line_of(self.root / spec.server(
+                    mode.servers[-1]).config, "grpo_n"), f"mode {mode.name}: servers disagree on train.grpo_n "
+                    f"({names}); {mode.script} plays each task grpo_n times for all of them",
+                    "set the same train.grpo_n in every config of the mode")
 
     def check_script_sizes(self, script: str, config: str, job: TrainJob) -> None:
         tree = self.trees.get(script)
