@@ -80,3 +80,18 @@ def test_vibe_rl_skills_install_wraps_the_installer(npx, tmp_path):
         assert (skill / "SKILL.md").is_file()
         assert not skill.is_symlink(), "a claude-code-only install copies the skill (no universal folder)"
     assert not (tmp_path / ".agents").exists(), "OpenCode was not asked for"
+
+
+def test_vibe_rl_skills_install_global_for_opencode(npx, tmp_path):
+    """`--global --agent opencode` installs under the home directory, where OpenCode looks for user skills."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    env = {**os.environ, "HOME": str(home), "npm_config_cache": os.path.expanduser("~/.npm"), "NO_COLOR": "1"}
+    vibe_rl = Path(sys.executable).parent / "vibe-rl"
+    result = subprocess.run([str(vibe_rl), "skills", "install", "--agent", "opencode", "--global"], cwd=project,
+                            env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for name in SKILL_NAMES:
+        assert (home / ".agents" / "skills" / name / "SKILL.md").is_file()
+    assert list(project.iterdir()) == [], "a global install writes nothing into the project"
