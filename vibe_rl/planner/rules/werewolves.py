@@ -1,8 +1,8 @@
 """Offline rules for the werewolves family.
 
-Which roles train and which play a static model is read line by line: a line naming roles together with
-"trainable / share" puts them on the trainable server; a line naming roles with "static / frozen" or a
-known static model puts them on that model. Defaults follow the seed: werewolves and seer train, the
+Which roles train and which play a static model is read clause by clause: a clause naming roles together
+with "trainable / share" puts them on the trainable server; a clause naming roles with "static / frozen" or
+a known static model puts them on that model. Defaults follow the seed: werewolves and seer train, the
 witch, hunter and villagers play the static model.
 """
 
@@ -38,7 +38,7 @@ def split_roles(facts: Facts) -> tuple[list[str], list[str]]:
     trainable: set[str] = set()
     static: set[str] = set()
     names = [m.name.lower() for _, m in facts.static_models]
-    for line in facts.text.splitlines():
+    for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", facts.text):  # clauses: lines, sentences, semicolons
         roles, lower = roles_in(line), line.lower()
         if not roles:
             continue

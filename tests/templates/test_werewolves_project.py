@@ -1,0 +1,235 @@
+"""The Werewolves family end to end: planner values from the example specs, the committed generated project
+(kept in sync with the templates), lint, doctor (clean, and catching an injected wiring mistake), and one full
+episode against a real swarm server on loopback with the tiny model."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+
+from vibe_rl.planner.offline import OfflinePlanner
+from vibe_rl.scaffold.doctor import diagnose
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "templates" / "werewolves" / "examples"
+SEED = EXAMPLES / "seed_prompt.zh.md"
+PROJECT = REPO / "generated" / "werewolves"
+VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
+MODEL = "/mnt/data_cpfs/model_cache/modelscope/hub/Qwen/Qwen/Qwen2.5-7B-Instruct"
+STATIC = "Qwen3-235B-A22B"
+
+
+def files_of(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
+                  and not any(part.startswith((".", "__pycache__")) for part in p.relative_to(folder).parts))
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    dst = tmp_path / "werewolves"
+    shutil.copytree(PROJECT, dst, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    return dst
+
+
+# ---- planner -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("prompt", ["seed_prompt.zh.md", "seed_prompt.en.md"])
+def test_example_specs_give_the_seed_values(prompt):
+    spec = OfflinePlanner().plan((EXAMPLES / prompt).read_text(encoding="utf-8"))
+    assert (spec.family, spec.short_name, spec.gpus) == ("werewolves", "wolf", 8)
+    t = spec.training
+    assert (t.batch_size, t.grpo_n, t.save_freq) == (32, 6, 5)
+    (server,) = spec.servers
+    assert (server.model_path, server.port, server.gpus, server.config) == (MODEL, 10086, 8, "config.yaml")
+    for role in ("werewolf", "seer"):
+        wired = spec.model_for_role(role)
+        assert (wired.kind, wired.name) == ("server", "server1"), role
+    for role in ("witch", "hunter", "villager"):
+        wired = spec.model_for_role(role)
+        assert (wired.kind, wired.name, wired.server) == ("static", STATIC, "server1"), role
+    (static,) = spec.static_models
+    assert (static.base_url, static.base_url_env, static.api_key_env) == (None, "OPPONENT_BASE_URL", "OPPONENT_API_KEY")
+    assert [t.name for t in spec.teams] == ["werewolves", "seer", "village"]
+    assert spec.game["win_rule"] == "parity"
+    assert (spec.reward.win, spec.reward.loss) == (1.0, 0.0) and spec.constraints.no_chinese_in_code
+    assert [spec.tmux_session("server1"), spec.client_session] == ["wolf-swarm-server", "wolf-swarm-client"]
+    assert spec.gpu_split() == {"server1": list(range(8))}
+
+
+def test_chinese_and_english_examples_agree():
+    zh, en = (OfflinePlanner().plan((EXAMPLES / f).read_text(encoding="utf-8"))
+              for f in ("seed_prompt.zh.md", "seed_prompt.en.md"))
+    assert zh == en
+
+
+def test_other_phrasing_picks_roles_models_and_numbers():
+    spec = OfflinePlanner().plan(
+        "Werewolves with the usual 9 roles. The villagers and the witch share one trainable model "
+        "Qwen/Qwen2.5-3B-Instruct; the werewolves, the seer and the hunter are played by gpt-4o-mini. "
+        "2 GPUs, batch size 8, grpo_n 4, save_freq 10. The werewolves win when all gods are dead.")
+    roles = {r: spec.model_for_role(r).name for r in ("werewolf", "seer", "witch", "hunter", "villager")}
+    assert roles == {"werewolf": "gpt-4o-mini", "seer": "gpt-4o-mini", "hunter": "gpt-4o-mini",
+                     "witch": "server1", "villager": "server1"}
+    assert spec.servers[0].model_path == "Qwen/Qwen2.5-3B-Instruct" and spec.servers[0].gpus == 2
+    assert (spec.training.batch_size, spec.training.grpo_n, spec.training.save_freq) == (8, 4, 10)
+    assert spec.game["win_rule"] == "side"
+    assert {t.name: t.model for t in spec.teams} == {"village": "server1", "werewolves": "gpt-4o-mini",
+                                                      "village_static": "gpt-4o-mini"}
+
+
+def test_who_is_spy_seed_still_picks_who_is_spy():
+    text = (REPO / "templates" / "who_is_spy" / "examples" / "seed_prompt.zh.md").read_text(encoding="utf-8")
+    assert OfflinePlanner().plan(text).family == "who_is_spy"
+
+
+# ---- the committed project -----------------------------------------------------------------------
+
+def test_generated_werewolves_matches_the_templates(tmp_path):
+    out = tmp_path / "werewolves"
+    done = subprocess.run([VIBE_RL, "new", "--spec-file", str(SEED), "--planner", "offline", "--out", str(out)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert files_of(out) == files_of(PROJECT)
+    for name in files_of(out):
+        assert (out / name).read_text() == (PROJECT / name).read_text(), (
+            f"generated/werewolves/{name} drifted from the templates: regenerate it with vibe-rl new "
+            f"--spec-file {SEED.relative_to(REPO)} --planner offline --out generated/werewolves --force")
+
+
+def test_roll_is_short_and_ruff_clean():
+    assert len((PROJECT / "agent_roll.py").read_text().splitlines()) < 100
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or "ruff"
+    done = subprocess.run([ruff, "check", "--no-cache", str(PROJECT)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_rule_tests_pass_inside_the_project(project):
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_game_engine.py"],
+                          cwd=project, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "25 passed" in done.stdout
+
+
+def test_dataset_task_ids_are_unique_seeds():
+    games = json.loads((PROJECT / "mock_game_dataset.json").read_text())
+    seeds = [str(g["seed"]) for g in games]
+    assert len(games) == 200 and all(s.strip() for s in seeds) and len(set(seeds)) == len(seeds)
+
+
+def test_doctor_passes_and_catches_injected_wiring_mistakes(project):
+    assert [f for f in diagnose(PROJECT) if f.level == "error"] == []
+    run = project / "agent_run.py"
+    text = run.read_text()
+    run.write_text(text.replace('"seer": "server1"', f'"seer": "{STATIC}"'))
+    errors = [f for f in diagnose(project) if f.level == "error"]
+    assert len(errors) == 1 and errors[0].file == "agent_run.py" and "seer" in errors[0].message
+    assert 'TEAM_MODELS["seer"] = "server1"' in errors[0].fix
+    run.write_text(text.replace('"villager": "Qwen3-235B-A22B"', '"villager": "server1"'))
+    errors = [f for f in diagnose(project) if f.level == "error"]
+    assert len(errors) == 1 and "villager" in errors[0].message
+    done = subprocess.run([VIBE_RL, "doctor", str(project)], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "villager" in done.stdout + done.stderr
+
+
+# ---- one full episode against a real swarm server -------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(tmp_path: Path, name: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    log = open(tmp_path / f"{name}.log", "wb")
+    cmd = [VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny", "--experiment-dir",
+           str(tmp_path / name), "--set", "train.batch_size=2", "--set", "train.grpo_n=2",
+           "--set", "rollout.max_tokens=16", "--set", "model.max_model_len=4096", "--set", "model.device=cpu"]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
+    while True:
+        try:
+            httpx.get(url + "/healthz", timeout=2.0)
+            return proc, url
+        except httpx.HTTPError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError((tmp_path / f"{name}.log").read_text()[-3000:]) from None
+            time.sleep(0.3)
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+DRIVER = """
+import json, sys
+from vibe_rl.swarm import SwarmClient, TrainJob
+from agent_roll import load_tasks, team_task
+from agent_run import EPISODE_ROLES, run_episode
+swarm = SwarmClient(sys.argv[1])
+swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml("config.yaml"), verbose=False)
+task = load_tasks()[0]
+opened = {team: swarm.begin_episode(discard_episode_timeout=600) for team in EPISODE_ROLES}
+outputs = run_episode(task, {team: creds for team, (_, creds) in opened.items()}, seed=11)
+ended = {team: swarm.end_episode(team_task(task, team), uuid, outputs[team]) for team, (uuid, _) in opened.items()}
+print(json.dumps({"task": task.task_id, "outputs": {k: v.model_dump() for k, v in outputs.items()}, "ended": ended,
+                  "uuids": {team: uuid for team, (uuid, _) in opened.items()}, "status": swarm.get_engine_status(),
+                  "traces": swarm.get_traces(limit=2000)["calls"]}))
+"""
+
+
+@pytest.mark.slow
+def test_one_episode_against_a_real_swarm_server(project, tmp_path, tiny_model_dir):
+    proc, url = start_server(tmp_path, "server1")
+    try:
+        done = subprocess.run([sys.executable, "-c", DRIVER, url], cwd=project, capture_output=True, text=True,
+                              timeout=900, env={**os.environ, "VIBE_RL_MAX_TOKENS": "16"})
+    finally:
+        stop_server(proc)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    wolves, seer = result["outputs"]["werewolves"], result["outputs"]["seer"]
+    winner = wolves["metadata"]["winner"]
+    assert winner in {"werewolves", "village", "draw"}
+    roles = wolves["metadata"]["roles"]
+    assert sorted(Counter(roles.values()).items()) == [("hunter", 1), ("seer", 1), ("villager", 3),
+                                                        ("werewolf", 3), ("witch", 1)]
+    for out in (wolves, seer):
+        assert math.isfinite(out["reward"]) and out["reward"] in (0.0, 1.0)
+    assert wolves["reward"] == (1.0 if winner == "werewolves" else 0.0)
+    assert seer["reward"] == (1.0 if winner == "village" else 0.0)
+    assert all(not e["already_ended"] for e in result["ended"].values())
+    # Each trainable team's calls sit in its own episode, on the trainable model; the others reach the static model.
+    calls = [c for c in result["traces"] if c["episode_uuid"] in result["uuids"].values()]
+    team_of = {uuid: team for team, uuid in result["uuids"].items()}
+    seen = Counter()
+    for call in calls:
+        role, pid = call["player"].split(":")
+        assert roles[pid] == role
+        if role in ("werewolf", "seer"):
+            assert not call["static"] and call["model"] != STATIC
+            assert team_of[call["episode_uuid"]] == ("werewolves" if role == "werewolf" else "seer")
+        else:
+            assert call["static"] and call["model"] == STATIC
+        seen[role] += 1
+    assert seen["werewolf"] > 0 and seen["seer"] > 0 and seen["villager"] > 0
+    tasks = {t["task_id"]: t for t in result["status"]["tasks"]}
+    assert tasks[f"{result['task']}-werewolves"]["reward_mean"] == wolves["reward"]
+    assert tasks[f"{result['task']}-seer"]["reward_mean"] == seer["reward"]
