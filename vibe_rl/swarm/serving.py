@@ -319,17 +319,17 @@ class SwarmServing:
                             "another server or of a restarted server do not work here.", code="invalid_api_key")
 
     async def wait_rolling(self) -> None:
-        if self.state == ROLLING:
-            return
-        if self.state == OFFLINE:
-            raise self._not_ready("chat completions")
-        try:
-            await asyncio.wait_for(self._rolling.wait(), timeout=self.config.sync_wait_timeout)
-        except asyncio.TimeoutError:
-            raise ApiError(429, f"The engine is still {self.state}; retry shortly.", code="engine_busy",
-                           retry_after=2.0) from None
-        if self.state != ROLLING:
-            raise self._not_ready("chat completions")
+        """Hold a chat call while the engine boots or updates (a new update may start right
+        after one ends, so wait in a loop), then 429 + Retry-After after sync_wait_timeout."""
+        deadline = time.monotonic() + self.config.sync_wait_timeout
+        while self.state != ROLLING:
+            if self.state == OFFLINE:
+                raise self._not_ready("chat completions")
+            try:
+                await asyncio.wait_for(self._rolling.wait(), timeout=max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                raise ApiError(429, f"The engine is still {self.state}; retry shortly.", code="engine_busy",
+                               retry_after=2.0) from None
 
     async def chat(self, req: ChatCompletionRequest, api_key: str | None, player_header: str | None,
                    timing: dict[str, Any]) -> Any:

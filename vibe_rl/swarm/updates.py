@@ -77,30 +77,24 @@ def load_frozen(path: str, base: EngineConfig | None = None) -> Any:
     return load_engine(cfg, None, trainable=False)
 
 
-def group_advantages(rewards: list[float]) -> list[float]:
-    from vibe_rl.rl.advantages import grpo_advantages
-
-    return [float(a) for a in grpo_advantages(rewards)]
-
-
 def build_batch(groups: list[list[CompletedEpisode]], max_samples: int) -> tuple[list[Any], dict[str, float]]:
+    from vibe_rl.rl.advantages import grpo_advantages
     from vibe_rl.rl.samples import Turn, build_samples
 
+    episodes = [ep for group in groups for ep in group]
+    adv = grpo_advantages([ep.task_id for ep in episodes], [ep.reward for ep in episodes])
     samples: list[Any] = []
-    rewards: list[float] = []
-    for group in groups:
-        advantages = group_advantages([e.reward for e in group])
-        for ep, adv in zip(group, advantages, strict=True):
-            rewards.append(ep.reward)
-            turns = [Turn(t.prompt_ids, t.response_ids, t.logprobs, player=t.player, weight_version=t.weight_version,
-                          temperature=t.temperature, top_p=t.top_p)
-                     for t in ep.turns if not t.static and t.prompt_ids and t.response_ids]
-            samples.extend(build_samples(turns, task_id=ep.task_id, episode_id=ep.episode_uuid, advantage=adv))
+    for ep, value in zip(episodes, adv.values, strict=True):
+        turns = [Turn(t.prompt_ids, t.response_ids, t.logprobs, player=t.player, weight_version=t.weight_version,
+                      temperature=t.temperature, top_p=t.top_p)
+                 for t in ep.turns if not t.static and t.prompt_ids and t.response_ids]
+        samples.extend(build_samples(turns, task_id=ep.task_id, episode_id=ep.episode_uuid, advantage=value))
     dropped = max(0, len(samples) - max_samples)
     samples = samples[:max_samples]
+    rewards = [ep.reward for ep in episodes]
     mean = sum(rewards) / len(rewards) if rewards else 0.0
-    return samples, {"reward_mean": round(mean, 6), "episodes": float(len(rewards)), "tasks": float(len(groups)),
-                     "samples": float(len(samples)), "dropped_samples": float(dropped)}
+    return samples, {"reward_mean": round(mean, 6), "episodes": float(len(episodes)), "tasks": float(len(groups)),
+                     "samples": float(len(samples)), "dropped_samples": float(dropped), **adv.metrics()}
 
 
 def train_step(engine: Any, job: TrainJob, groups: list[list[CompletedEpisode]], step: int) -> dict[str, Any]:

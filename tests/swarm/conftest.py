@@ -1,0 +1,103 @@
+"""Fixtures that start real swarm servers (`vibe-rl swarm start` in a subprocess) on free loopback ports."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Small and fast: 2 tasks x 4 episodes per update, short answers, a big learning rate for the tiny model.
+FAST = ["train.batch_size=2", "train.grpo_n=4", "train.lr=0.03", "train.micro_batch_size=8",
+        "rollout.max_tokens=12", "model.max_model_len=512", "model.device=cpu"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One `vibe-rl swarm start` process; `url` is its root URL."""
+
+    def __init__(self, exp_dir: Path, sets: list[str] = (), port: int | None = None, extra: list[str] = ()):
+        self.exp_dir, self.sets, self.extra = Path(exp_dir), list(sets), list(extra)
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = self.exp_dir.parent / f"server-{self.port}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> Server:
+        cmd = [sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "start",
+               "--port", str(self.port), "--model", "tiny", "--experiment-dir", str(self.exp_dir), *self.extra]
+        for s in self.sets:
+            cmd += ["--set", s]
+        self.exp_dir.parent.mkdir(parents=True, exist_ok=True)
+        self._logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(self.url + "/healthz", timeout=2.0)
+                return self
+            except httpx.HTTPError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"swarm server did not come up:\n{self.output()}") from None
+                time.sleep(0.2)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup at all, like a crashed machine."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if getattr(self, "_logf", None):
+            self._logf.close()
+
+
+@pytest.fixture
+def make_server(tmp_path, tiny_model_dir):
+    """Factory: make_server(name, sets=[...]) -> a started Server; all are stopped at teardown."""
+    servers: list[Server] = []
+
+    def make(name: str = "exp", sets: list[str] = (), **kw) -> Server:
+        server = Server(tmp_path / name, [*FAST, *sets], **kw).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory, tiny_model_dir):
+    """One started, ROLLING server shared by a module's tests (they must not depend on its step)."""
+    from vibe_rl.swarm import SwarmClient, TrainJob
+
+    server = Server(tmp_path_factory.mktemp("shared") / "exp", FAST).start()
+    with SwarmClient(server.url) as client:
+        client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
+    yield server
+    server.stop()
