@@ -13,7 +13,7 @@ import json
 import os
 import random
 
-from openai import OpenAI
+from openai import BadRequestError, OpenAI
 from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
 
 from game_engine import SKIP, Game, Player, reward_for
@@ -71,9 +71,9 @@ CHOOSE_TOOL = {
 }
 
 
-def view(game: Game, me: Player) -> str:
+def view(game: Game, me: Player, lines: int = LOG_LINES) -> str:
     alive = ", ".join(f"{p.pid} ({p.name})" for p in game.living())
-    events = "\n".join(game.public_log[-LOG_LINES:]) or "(nothing yet)"
+    events = "\n".join(game.public_log[-lines:] if lines else []) or "(nothing shown)"
     notes = "\n".join(game.private_log.get(me.pid, []))
     return f"Day {game.day}. Living players: {alive}\nPublic events:\n{events}\nYour private notes:\n{notes}"
 
@@ -85,20 +85,29 @@ class LLMPlayers:
     def __init__(self, llms: dict[str, tuple[OpenAI, str]], rng: random.Random):
         self.llms, self.rng, self.fallbacks = llms, rng, 0
 
-    def ask(self, player: Player, prompt: str, **kwargs):
+    def ask(self, game: Game, player: Player, task: str, **kwargs):
+        """One call for `player`; a prompt over the model's context is retried with fewer public events."""
         client, model = self.llms[player.role]
-        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-        reply = client.chat.completions.create(model=model, messages=messages, max_tokens=MAX_TOKENS,
-                                               user=f"{player.role}:{player.pid}", **kwargs)
-        return reply.choices[0].message
+        lines = LOG_LINES
+        while True:
+            messages = [{"role": "system", "content": SYSTEM},
+                        {"role": "user", "content": f"{view(game, player, lines)}\n{task}"}]
+            try:
+                reply = client.chat.completions.create(model=model, messages=messages, max_tokens=MAX_TOKENS,
+                                                       user=f"{player.role}:{player.pid}", **kwargs)
+                return reply.choices[0].message
+            except BadRequestError as exc:
+                if lines == 0 or "context" not in str(exc).lower():
+                    raise
+                lines //= 2
 
     def speak(self, game: Game, player: Player) -> str:
-        prompt = view(game, player) + "\nDay discussion: say one or two sentences to the other players."
-        return (self.ask(player, prompt).content or "").strip() or "(silence)"
+        task = "Day discussion: say one or two sentences to the other players."
+        return (self.ask(game, player, task).content or "").strip() or "(silence)"
 
     def choose(self, game: Game, player: Player, action: str, options: list[str]) -> str:
-        prompt = f"{view(game, player)}\n{ASK[action]}\nOptions: {', '.join(options)}. Answer with the `choose` tool."
-        message = self.ask(player, prompt, tools=[CHOOSE_TOOL])
+        task = f"{ASK[action]}\nOptions: {', '.join(options)}. Answer with the `choose` tool."
+        message = self.ask(game, player, task, tools=[CHOOSE_TOOL])
         text = message.content or ""
         for call in message.tool_calls or []:
             try:

@@ -11,8 +11,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -142,6 +144,97 @@ def test_doctor_passes_and_catches_injected_wiring_mistakes(project):
     assert done.returncode != 0 and "villager" in done.stdout + done.stderr
 
 
+# ---- one episode against scripted players (no model): choices, fallbacks, context shrinking -------
+
+class ScriptedPlayers:
+    """OpenAI-compatible players. Werewolves and seer choose the first option with a tool call; the others
+    name it in plain text. A prompt showing more than MAX_EVENTS public events is refused as too long."""
+
+    MAX_EVENTS = 6
+
+    def __init__(self):
+        self.requests: list[dict] = []
+        self.refused = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({**body, "auth": self.headers["Authorization"]})
+                prompt = body["messages"][-1]["content"]
+                events = prompt.split("Public events:\n")[1].split("\nYour private notes:")[0].splitlines()
+                if len(events) > outer.MAX_EVENTS:
+                    outer.refused += 1
+                    return self.reply(400, {"error": {"message": "This model's maximum context length is 64 tokens",
+                                                      "type": "invalid_request_error",
+                                                      "code": "context_length_exceeded"}})
+                message = {"role": "assistant", "content": "I trust player nobody."}
+                if body.get("tools"):
+                    first = prompt.split("Options: ")[1].split(", ")[0].split(".")[0]
+                    if body["user"].split(":")[0] in ("werewolf", "seer"):
+                        args = json.dumps({"choice": first})
+                        message = {"role": "assistant", "content": None, "tool_calls": [
+                            {"id": "c1", "type": "function", "function": {"name": "choose", "arguments": args}}]}
+                    else:
+                        message["content"] = f"My choice is {first}."
+                self.reply(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+
+            def reply(self, status, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+SCRIPTED_DRIVER = """
+import json, sys
+from vibe_rl.swarm import OpenaiBaseUrlAndApiKey
+from agent_roll import load_tasks
+from agent_run import run_episode
+task = load_tasks()[3]
+creds = {team: OpenaiBaseUrlAndApiKey(base_url=sys.argv[1], api_key=f"key-{team}", model="trainable")
+         for team in ("werewolves", "seer")}
+print(json.dumps({k: v.model_dump() for k, v in run_episode(task, creds, seed=5).items()}))
+"""
+
+
+def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
+    players = ScriptedPlayers()
+    try:
+        done = subprocess.run([sys.executable, "-c", SCRIPTED_DRIVER, players.url], cwd=project, capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        players.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    outputs = json.loads(done.stdout.strip().splitlines()[-1])
+    info = outputs["werewolves"]["metadata"]
+    assert info["winner"] in ("werewolves", "village") and info["fallbacks"] == 0 and info["invalid_actions"] == 0
+    assert {outputs["werewolves"]["reward"], outputs["seer"]["reward"]} == {0.0, 1.0}
+    assert players.refused > 0  # long prompts were refused, then retried with fewer events and answered
+    # The werewolves' and the seer's calls use their own episode keys; static roles go through the first episode.
+    routes = {(r["user"].split(":")[0], r["model"], r["auth"]) for r in players.requests}
+    assert {"werewolf", "seer", "witch", "villager"} <= {role for role, _, _ in routes}
+    for role, model, auth in routes:
+        if role in ("werewolf", "seer"):
+            assert (model, auth) == ("trainable", f"Bearer key-{'werewolves' if role == 'werewolf' else 'seer'}")
+        else:
+            assert (model, auth) == (STATIC, "Bearer key-werewolves")
+
+
 # ---- one full episode against a real swarm server -------------------------------------------------
 
 def free_port() -> int:
@@ -155,7 +248,7 @@ def start_server(tmp_path: Path, name: str) -> tuple[subprocess.Popen, str]:
     log = open(tmp_path / f"{name}.log", "wb")
     cmd = [VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny", "--experiment-dir",
            str(tmp_path / name), "--set", "train.batch_size=2", "--set", "train.grpo_n=2",
-           "--set", "rollout.max_tokens=16", "--set", "model.max_model_len=4096", "--set", "model.device=cpu"]
+           "--set", "rollout.max_tokens=16", "--set", "model.max_model_len=1024", "--set", "model.device=cpu"]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
     while True:
