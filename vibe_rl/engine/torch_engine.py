@@ -14,10 +14,12 @@ the metrics as `truncated_samples` / `truncated_loss_tokens`.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import random
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +68,7 @@ class TorchEngine:
         self.vocab_size = int(self.model.get_input_embeddings().weight.shape[0])
         self.eos_ids = _eos_ids(self.tokenizer, self.model)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids)
+        self.cpu_threads = _cpu_threads(config, self.device, self.model)
         self.version = 0
         self.step = 0
         self.nan_skipped_total = 0
@@ -104,6 +107,8 @@ class TorchEngine:
         return self.submit(prompt_ids, sampling).result()
 
     def _serve(self) -> None:
+        if self.cpu_threads:
+            require("torch").set_num_threads(self.cpu_threads)  # applies to this (the worker) thread
         while True:
             first = self._queue.get()
             if first is None:
@@ -159,17 +164,28 @@ class TorchEngine:
         from vibe_rl.rl.grpo import grpo_step
 
         self._require_trainable()
-        with self._lock:
-            metrics = grpo_step(self, samples)
-        return metrics
+        with self._lock, self._threads():
+            return grpo_step(self, samples)
 
     def sft(self, conversations: list[list[dict]]) -> dict[str, float]:
         """One supervised step on chat conversations (loss on assistant tokens), for warm starts."""
         from vibe_rl.rl.sft import sft_step
 
         self._require_trainable()
-        with self._lock:
+        with self._lock, self._threads():
             return sft_step(self, conversations)
+
+    @contextlib.contextmanager
+    def _threads(self) -> Iterator[None]:
+        """Use `cpu_threads` torch threads in the calling thread for the duration (then restore)."""
+        torch = require("torch")
+        before = torch.get_num_threads()
+        if self.cpu_threads:
+            torch.set_num_threads(self.cpu_threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     def finish_step(self, metrics: dict[str, float], skipped: bool) -> dict[str, float]:
         """Bookkeeping shared by GRPO and SFT steps."""
@@ -207,6 +223,14 @@ class TorchEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _cpu_threads(config: EngineConfig, device: str, model: Any) -> int:
+    if device != "cpu":
+        return 0
+    if config.cpu_threads:
+        return config.cpu_threads
+    return 1 if sum(p.numel() for p in model.parameters()) < 50_000_000 else 0
 
 
 def _eos_ids(tokenizer: Any, model: Any) -> set[int]:

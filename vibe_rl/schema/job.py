@@ -29,6 +29,9 @@ class EngineConfig(BaseModel):
     lora: LoraConfig = Field(default_factory=LoraConfig, description="Optional LoRA adapter")
     seed: int = Field(default=0, description="Seed for sampling and init")
     cache_dir: str | None = Field(default=None, description="Where the tiny model is cached (default ~/.cache/vibe-rl)")
+    cpu_threads: int = Field(
+        default=0, ge=0, description="torch threads per engine thread on CPU; 0: 1 for models under 50M parameters "
+        "(tiny ops lose to thread sync on busy machines), else torch's default")
 
 
 class RolloutConfig(BaseModel):
