@@ -1,0 +1,142 @@
+"""Bad input: each is a clear 4xx in OpenAI's error envelope, and the server keeps serving."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import httpx
+import openai
+import pydantic
+import pytest
+
+from vibe_rl.swarm import SwarmClient, SwarmHTTPError, Task, WorkflowOutput
+
+
+@pytest.fixture(scope="module")
+def client(shared_server):
+    with SwarmClient(shared_server.url) as c:
+        yield c
+
+
+def envelope(resp: httpx.Response, status: int) -> dict:
+    assert resp.status_code == status, resp.text
+    err = resp.json()["error"]
+    assert set(err) == {"message", "type", "param", "code"} and err["message"]
+    return err
+
+
+def begin(client):
+    episode_uuid, api = client.begin_episode()
+    return episode_uuid, api, openai.OpenAI(base_url=api.base_url, api_key=api.api_key, max_retries=0)
+
+
+def end_raw(url, episode_uuid, task_id="t", reward=1.0, raw: str | None = None):
+    if raw is not None:
+        return httpx.post(url + "/episode/end", content=raw, headers={"content-type": "application/json"})
+    return httpx.post(url + "/episode/end", json={"episode_uuid": episode_uuid, "task": {"task_id": task_id},
+                                                  "output": {"reward": reward}})
+
+
+def test_empty_task_id_is_refused_with_the_grpo_explanation(shared_server, client):
+    episode_uuid, _, _ = begin(client)
+    for task_id in ("", "   "):
+        err = envelope(end_raw(shared_server.url, episode_uuid, task_id=task_id), 400)
+        assert "GRPO" in err["message"] and "task_id" in err["message"] and err["param"] == "task.task_id"
+    with pytest.raises(pydantic.ValidationError, match="GRPO"):
+        client.end_episode(Task(task_id=""), episode_uuid, WorkflowOutput(reward=1.0))
+    # The episode is still open: a correct end works.
+    assert client.end_episode(Task(task_id="ok"), episode_uuid, WorkflowOutput(reward=1.0))["already_ended"] is False
+
+
+@pytest.mark.parametrize("reward", ["NaN", "Infinity", "null", '"high"', "true"])
+def test_reward_must_be_a_finite_number(shared_server, client, reward):
+    episode_uuid, _, _ = begin(client)
+    raw = f'{{"episode_uuid": "{episode_uuid}", "task": {{"task_id": "t"}}, "output": {{"reward": {reward}}}}}'
+    err = envelope(end_raw(shared_server.url, None, raw=raw), 400)
+    assert "reward" in err["message"] and err["param"] == "output.reward"
+    with pytest.raises(pydantic.ValidationError):
+        WorkflowOutput(reward=math.nan)
+    client.abort_episode(episode_uuid)
+
+
+def test_unknown_key_unknown_model_and_long_prompt(shared_server, client):
+    episode_uuid, api, llm = begin(client)
+    stranger = openai.OpenAI(base_url=api.base_url, api_key="not-a-key", max_retries=0)
+    with pytest.raises(openai.AuthenticationError, match="Unknown API key"):
+        stranger.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.NotFoundError, match="does not exist") as info:
+        llm.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}])
+    assert info.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError, match="maximum context length") as info:
+        llm.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "word " * 3000}])
+    assert info.value.code == "context_length_exceeded"
+    # The episode still works after its bad calls.
+    reply = llm.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+    assert reply.choices[0].finish_reason in ("stop", "length")
+    assert client.end_episode(Task(task_id="t"), episode_uuid, WorkflowOutput(reward=0.5))["llm_calls"] == 1
+
+
+def test_malformed_json_and_unknown_routes(shared_server, client):
+    url = shared_server.url
+    err = envelope(httpx.post(url + "/v1/chat/completions", content=b"{not json",
+                              headers={"content-type": "application/json", "authorization": "Bearer x"}), 400)
+    assert "Malformed JSON" in err["message"]
+    err = envelope(end_raw(url, None, raw='{"episode_uuid": '), 400)
+    assert "Malformed JSON" in err["message"]
+    err = envelope(httpx.post(url + "/episode/begin", content=b"[1,", headers={"content-type": "application/json"}), 400)
+    assert "Malformed JSON" in err["message"]
+    err = envelope(httpx.post(url + "/episode/begin", json={"discard_timeout": 5}), 400)
+    assert "discard_timeout" in err["message"]
+    envelope(httpx.get(url + "/v1/nothing"), 404)
+    envelope(httpx.get(url + "/episode/begin"), 405)
+    _, api, llm = begin(client)
+    with pytest.raises(openai.BadRequestError, match="messages"):
+        llm.chat.completions.create(model=api.model, messages=[])
+
+
+def test_unknown_ended_and_expired_episodes(shared_server, client):
+    url = shared_server.url
+    err = envelope(end_raw(url, "no-such-episode"), 404)
+    assert err["code"] == "episode_not_found"
+    with pytest.raises(SwarmHTTPError) as info:
+        client.abort_episode("no-such-episode")
+    assert info.value.status == 404
+
+    # A repeated end is idempotent with the same task and reward, and 409 with different ones.
+    episode_uuid, _, _ = begin(client)
+    assert client.end_episode(Task(task_id="t"), episode_uuid, WorkflowOutput(reward=1.0))["already_ended"] is False
+    assert client.end_episode(Task(task_id="t"), episode_uuid, WorkflowOutput(reward=1.0))["already_ended"] is True
+    envelope(end_raw(url, episode_uuid, reward=0.0), 409)
+
+    # An idle episode past its discard timeout is discarded and counted; its key stops working (410).
+    before = client.get_engine_status()["pool"]["discarded_episodes"]
+    episode_uuid, api = client.begin_episode(discard_episode_timeout=0.5)
+    llm = openai.OpenAI(base_url=api.base_url, api_key=api.api_key, max_retries=0)
+    deadline = time.monotonic() + 30
+    while client.get_engine_status()["pool"]["discarded_episodes"] == before:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    with pytest.raises(openai.APIStatusError, match="discarded after") as info:
+        llm.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "hi"}])
+    assert info.value.status_code == 410
+    err = envelope(end_raw(url, episode_uuid), 410)
+    assert "discarded" in err["message"]
+
+    # Aborted episodes are gone too.
+    episode_uuid, _, _ = begin(client)
+    assert client.abort_episode(episode_uuid)["aborted"] is True
+    envelope(end_raw(url, episode_uuid), 410)
+
+
+def test_server_still_serves_after_all_that(shared_server, client):
+    assert httpx.get(shared_server.url + "/healthz").json()["ok"] is True
+    episode_uuid, api, llm = begin(client)
+    reply = llm.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "hello"}],
+                                        max_tokens=3, logprobs=True, n=2, seed=7)
+    assert len(reply.choices) == 2 and reply.usage.completion_tokens <= 6
+    assert all(len(c.logprobs.content) >= 1 for c in reply.choices)
+    models = [m.id for m in llm.models.list()]
+    assert models == [api.model]
+    assert client.end_episode(Task(task_id="t2"), episode_uuid, WorkflowOutput(reward=0.0))["trainable_turns"] == 2
+    assert client.get_engine_status()["errors"] == []
