@@ -9,6 +9,7 @@ token is its entry in the distribution it was sampled from
 
 from __future__ import annotations
 
+import functools
 import inspect
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -45,14 +46,19 @@ def _select_rows(cache: Any, index: Any) -> None:
         cache.reorder_cache(index)
 
 
+@functools.lru_cache(maxsize=32)
+def _forward_args(cls: type) -> tuple[str, bool]:
+    params = inspect.signature(cls.forward).parameters
+    return ("cache" if "cache" in params else "past_key_values"), "logits_to_keep" in params  # renamed in 5.24
+
+
 def _forward(model: Any, cache: Any = None, **kwargs: Any) -> tuple[Any, Any]:
     """One forward pass with a KV cache -> (cache, last-position logits (b, V))."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps the model
-    params = inspect.signature(type(base).forward).parameters
-    name = "cache" if "cache" in params else "past_key_values"  # transformers >= 5.24 renamed it
+    name, keep_arg = _forward_args(type(base))
     if cache is not None:
         kwargs[name] = cache
-    if "logits_to_keep" in params:
+    if keep_arg:
         kwargs["logits_to_keep"] = 1  # skip the (B, L, V) prompt logits
     out = model(use_cache=True, **kwargs)
     cache = out.cache if getattr(out, "cache", None) is not None else out.past_key_values
@@ -84,6 +90,7 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
     pos = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, L): real positions start at 0 in every row
     temps = torch.tensor([r.req.sampling.temperature for r in rows], device=device)  # (B,)
     top_ps = torch.tensor([r.req.sampling.top_p for r in rows], device=device)  # (B,)
+    greedy = temps == 0  # (B,)
 
     active = list(range(len(rows)))  # rows still decoding, in batch order
     with torch.inference_mode():
@@ -91,16 +98,19 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
         next_pos = pos[:, -1] + 1  # (b,)
         while True:
             logp = sampling_logprobs(logits, temps, top_ps)  # (b, V)
-            tokens = []
+            # Gumbel-max with each row's own generator: argmax(logp - log E), E ~ Exp(1), is an exact
+            # sample of softmax(logp) and keeps a seeded request reproducible inside any batch.
+            noise = torch.empty_like(logp)
             for j, i in enumerate(active):
-                row = rows[i]
-                if row.req.sampling.temperature == 0:
-                    tok = int(logits[j].argmax())
-                else:
-                    tok = int(torch.multinomial(logp[j].exp(), 1, generator=row.generator))
-                tokens.append(tok)
+                noise[j].exponential_(generator=rows[i].generator)
+            sampled = (logp - noise.log()).argmax(dim=-1)  # (b,)
+            picked = torch.where(greedy, logits.argmax(dim=-1), sampled)  # (b,)
+            chosen = logp.gather(-1, picked[:, None]).squeeze(-1)  # (b,)
+            tokens, token_logprobs = picked.tolist(), chosen.tolist()  # one device sync per step
+            for j, i in enumerate(active):
+                row, tok = rows[i], tokens[j]
                 row.ids.append(tok)
-                row.logprobs.append(float(logp[j, tok]))
+                row.logprobs.append(token_logprobs[j])
                 if tok in eos_ids:
                     row.finish = "stop"
                 elif row.req.sampling.stop and _hits_stop(tokenizer, row):
@@ -114,6 +124,7 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
                 index = torch.tensor(keep, device=device)
                 _select_rows(cache, index)
                 mask, next_pos, temps, top_ps = mask[index], next_pos[index], temps[index], top_ps[index]
+                greedy = greedy[index]
                 tokens = [tokens[j] for j in keep]
                 active = [active[j] for j in keep]
             step = torch.tensor(tokens, device=device)[:, None]  # (b, 1)
