@@ -23,6 +23,8 @@ SUGGESTIONS = {
         "All episodes land in one task: task_id is constant. Give each task its own id (e.g. its seed) "
         "and reuse it only for that task's grpo_n repeats."
     ),
+    "episode_failures": "Episodes keep failing on a service error: the message names the part (a static model's "
+                        "URL or key env var, a model name, a server); fix that setting, then rerun.",
     "oom": "Out of memory: lower train.batch_size / train.micro_batch_size / model.max_model_len, "
            "enable LoRA (model.lora.rank=8), or give the server more GPUs.",
     "nan_loss": "The loss became NaN: lower train.lr, keep train.max_grad_norm set, check rewards are finite.",
@@ -190,6 +192,9 @@ def diagnose_text(text: str, source: str = "", project_dir: str | Path | None = 
         if _EMPTY_TASK.search(m["msg"]):
             return Diagnosis("empty_task_id", "episodes are reported with an empty task_id", source,
                              excerpt=_around(text, m.start()))
+        if not hard:
+            return Diagnosis("episode_failures", f"{len(failed)} episodes failed: {m['type']}: {m['msg'].strip()}",
+                             source, excerpt=_around(text, m.start()))
         tb = Traceback([], m["type"], m["msg"].strip(), m[0])
         file, line = locate_name(m["msg"], project_dir) if m["type"].endswith("NameError") else (None, None)
         frame = Frame(file, line) if file else None

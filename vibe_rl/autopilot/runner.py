@@ -11,6 +11,8 @@ restart. The loop stops after `max_fixes` LLM answers or when one failure is see
 from __future__ import annotations
 
 import os
+import json
+import shlex
 import shutil
 import socket
 import subprocess
@@ -39,7 +41,7 @@ from vibe_rl.autopilot.watcher import ServerView, Watcher, audit_diagnosis
 from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
 
-CPU_OVERRIDES = ["train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=32", "model.max_model_len=2048"]
+CPU_OVERRIDES = ["train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=32"]
 CPU_MAX_TOKENS = "32"
 NOT_FIXABLE = {"port_in_use", "timeout", "server_not_ready"}
 POOL_KINDS = {"empty_task_id", "repeated_task_id"}
@@ -134,9 +136,9 @@ class Runner:
         for s in servers:
             cmd = (f"vibe-rl swarm start --port {s.port} --config {s.config} "
                    f"--experiment-dir experiments/{s.name}")
-            sets = (CPU_OVERRIDES if cpu else []) + list(self.opts.overrides)
+            sets = (CPU_OVERRIDES if cpu else []) + self._static_overrides(s) + list(self.opts.overrides)
             cmd += " --model tiny" if cpu else ""
-            cmd += "".join(f" --set {o}" for o in sets)
+            cmd += "".join(f" --set {shlex.quote(o)}" for o in sets)
             env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(map(str, split[s.name])),
                    "PYTHONUNBUFFERED": "1"}
             sess = SessionSpec(self.spec.tmux_session(s.name), cmd, self.dir, self.dir / "logs", env,
@@ -145,9 +147,25 @@ class Runner:
             client_env[s.url_env] = s.url
         if cpu:
             client_env["VIBE_RL_MAX_TOKENS"] = CPU_MAX_TOKENS
+        # the client loop reads batch_size/grpo_n from its own job: give it the servers' settings too
+        shared = [o for o in (CPU_OVERRIDES if cpu else []) + list(self.opts.overrides) if " " not in o]
+        if shared:
+            client_env["VIBE_RL_SET"] = " ".join(shared)
         client = SessionSpec(self.spec.client_session, f"python {self.mode.script}", self.dir, self.dir / "logs",
                              client_env, str(client_venv / "bin"))
         return views, client
+
+    def _static_overrides(self, server) -> list[str]:
+        """Static opponents whose API key env var is unset are served by a frozen local copy instead."""
+        models = [m for m in self.spec.static_models if m.name in server.static_models]
+        missing = [m for m in models if m.api_key_env and not os.environ.get(m.api_key_env)]
+        if not missing:
+            return []
+        for m in missing:
+            self.report.notes.append(f"static model {m.name!r}: {m.api_key_env} is not set, so server "
+                                     f"{server.name} serves it with a frozen local copy of its own model")
+        keep = [m.model_dump(exclude_none=True) if m not in missing else {"name": m.name} for m in models]
+        return ["static_models=" + json.dumps(keep)]
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> RunReport:
