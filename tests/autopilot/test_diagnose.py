@@ -124,5 +124,5 @@ def test_episode_failure_logged_without_traceback_is_located(tmp_path):
 def test_transient_episode_failures_need_repeats():
     one = "item failed after 3 attempts: APIConnectionError: Connection error.\n"
     assert diagnose_text(one) is None
-    assert diagnose_text(one * 3).kind == "traceback"
+    assert diagnose_text(one * 3).kind == "episode_failures"
     assert diagnose_text("item failed (NameError: x); retry 1/2\n") is None  # still retrying

@@ -29,6 +29,7 @@ class AuditResult:
     players: list[str] = field(default_factory=list)  # "<role>:<player_id>" that went wrong
     untagged: int = 0
     unknown_roles: list[str] = field(default_factory=list)
+    roles_seen: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -66,6 +67,7 @@ def audit_traces(calls_by_server: Mapping[str, list[Mapping[str, Any]]],
                 result.unknown_roles.append(role)
                 continue
             result.checked += 1
+            result.roles_seen.add(role)
             if want.kind == "server":
                 good = not call.get("static") and server == want.name
                 target = f"trainable server {want.name!r}"

@@ -52,7 +52,7 @@ class RunReport:
             if self.seconds_to_first_step is not None:
                 lines.append(f"  time from start to the first weight update: {self.seconds_to_first_step:.1f} s")
             reward = "n/a" if self.reward_mean is None else f"{self.reward_mean:.3f}"
-            lines.append(f"  reward so far: {reward} (mean over {self.episodes} completed episodes)")
+            lines.append(f"  reward so far: {reward} (latest update; {self.episodes} episodes completed)")
         else:
             lines.append(f"[vibe-rl] run {self.outcome}: training did not reach global step {self.target_step}")
             if self.final_diagnosis:
@@ -72,8 +72,9 @@ class RunReport:
 def reward_so_far(statuses: dict[str, dict[str, Any]]) -> tuple[float | None, int]:
     """Mean reward of the latest weight update(s) (else of the pooled tasks), and the completed episodes."""
     episodes = sum(int((st.get("pool") or {}).get("completed_episodes") or 0) for st in statuses.values())
-    updates = [float(st["last_update"]["reward_mean"]) for st in statuses.values()
-               if isinstance((st.get("last_update") or {}).get("reward_mean"), (int, float))]
+    lasts = [st.get("last_update") or {} for st in statuses.values()]
+    updates = [float(u["reward_mean"]) for u in lasts if isinstance(u.get("reward_mean"), (int, float))]
+    episodes += int(sum(u.get("episodes") or 0 for u in lasts))  # the pool empties into each update
     if updates:
         return sum(updates) / len(updates), episodes
     total, n = 0.0, 0

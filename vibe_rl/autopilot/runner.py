@@ -10,8 +10,8 @@ restart. The loop stops after `max_fixes` LLM answers or when one failure is see
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import shlex
 import shutil
 import socket
@@ -224,20 +224,24 @@ class Runner:
         rep, deadline = self.report, time.monotonic() + self.opts.timeout
         diag = self._start_servers(servers)
         since = self._start_client(client) if diag is None else time.time()
-        audited = False
+        audited, next_audit = False, 0.0
         while True:
             if diag is None:
                 snap = self.watcher.poll(self.target)
                 if snap.statuses and rep.seconds_to_first_step is None and snap.min_step() >= 1:
                     rep.seconds_to_first_step = round(time.monotonic() - t0, 1)
                     self.out(f"[vibe-rl] first weight update after {rep.seconds_to_first_step} s")
-                if not audited and snap.episodes() >= 1 or snap.reached:
+                # audit the recorded calls until every role has been seen; a wrong route fails at once
+                if (not audited and time.monotonic() >= next_audit) or snap.reached:
+                    next_audit = time.monotonic() + 3.0
                     result = self.watcher.audit(since)
                     if result.checked:
-                        audited, rep.audit = True, result.render()
-                        self.out(f"[vibe-rl] {result.render()}")
+                        rep.audit = result.render()
                         if not result.ok:
                             snap.diagnosis, snap.reached = audit_diagnosis(result, client.name), False
+                        elif result.roles_seen >= set(self.watcher.expected) and not audited:
+                            audited = True
+                            self.out(f"[vibe-rl] {result.render()} (every role seen)")
                 if snap.reached:
                     rep.outcome, rep.global_step = "success", snap.min_step()
                     rep.seconds_to_target = round(time.monotonic() - t0, 1)

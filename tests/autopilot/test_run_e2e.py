@@ -1,0 +1,103 @@
+"""`vibe-rl run` end to end on this CPU machine: real tmux, real uv venvs, real swarm server (tiny model).
+
+Each run ends its sessions with --stop; all of them live on a private tmux socket.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from .conftest import report_of, run_cli
+from .scripted_llm import ScriptedLLM
+
+pytestmark = pytest.mark.slow
+
+
+def _sessions_gone(env, report) -> bool:
+    sock = env["VIBE_RL_TMUX_SOCKET"]
+    return all(subprocess.run(["tmux", "-L", sock, "has-session", "-t", f"={name}"], capture_output=True).returncode
+               for name in report["sessions"])
+
+
+def test_new_then_run_reaches_the_first_weight_update(project, base_env):
+    res = run_cli(["run", str(project), "--until", "first-step", "--timeout", "480", "--stop"], base_env)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    rep = report_of(project)
+    assert rep["outcome"] == "success" and rep["global_step"] >= 1
+    assert rep["seconds_to_first_step"] > 0 and "time from start to the first weight update" in out
+    short = json.loads((project / "task_spec.json").read_text())["short_name"]
+    assert rep["sessions"] == [f"{short}-swarm-server", f"{short}-swarm-client"]
+    assert f"attach -t {short}-swarm-server" in out and "vibe-rl swarm overwatch --url http://127.0.0.1:" in out
+    assert "tiny" in out  # the CPU note is visible
+    assert "trace audit" in rep["audit"] and "OK" in rep["audit"]
+    # pane output went to the log files too
+    server_log = (project / "logs" / f"{short}-swarm-server.log").read_text()
+    assert "vibe-rl swarm server on http://127.0.0.1" in server_log
+    assert (project / "logs" / f"{short}-swarm-client.log").is_file()
+    assert _sessions_gone(base_env, rep)
+
+
+def test_empty_task_ids_are_diagnosed_as_such(project, base_env):
+    data = project / "mock_game_dataset.json"
+    games = json.loads(data.read_text())
+    for game in games:
+        game["seed"] = ""  # the tutorial's bug: every task_id is the empty string
+    data.write_text(json.dumps(games))
+    res = run_cli(["run", str(project), "--until", "first-step", "--timeout", "300", "--stop"], base_env)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    rep = report_of(project)
+    assert rep["outcome"] == "failed" and "[empty_task_id]" in rep["final_diagnosis"], out[-3000:]
+    assert "timeout" not in rep["final_diagnosis"]
+    assert "task_id=str(seed)" in out  # the suggested fix is printed
+    assert _sessions_gone(base_env, rep)
+
+
+def test_spy_wired_to_the_civilians_server_fails_the_trace_audit(project, base_env):
+    run = project / "agent_run.py"
+    text = run.read_text()
+    assert '"spy": "qwen-max"' in text
+    run.write_text(text.replace('"spy": "qwen-max"', '"spy": "server1"'))
+    res = run_cli(["run", str(project), "--until", "first-step", "--timeout", "300", "--stop"], base_env)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    rep = report_of(project)
+    assert "[trace_mismatch]" in rep["final_diagnosis"], out[-3000:]
+    assert "spy:player_" in rep["final_diagnosis"]
+    assert "should call static model 'qwen-max' but called trainable server 'server1'" in out
+
+
+def test_fix_loop_refuses_outside_edit_then_fixes_commits_and_reaches_step_one(project, base_env, tmp_path):
+    run = project / "agent_run.py"
+    good = "game.describe(player.pid, describe(game, player, llms[player.role]))"
+    bad = good.replace("describe(game", "describ(game")
+    run.write_text(run.read_text().replace(good, bad))
+    outside = tmp_path / "outside.py"
+    outside.write_text("x = 1\n")
+    refused = "WHY: edit a helper elsewhere\n../outside.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n"
+    fix = (f"WHY: typo: describ() is describe()\nagent_run.py\n<<<<<<< SEARCH\n{bad}\n=======\n{good}\n"
+           ">>>>>>> REPLACE\n")
+    with ScriptedLLM([refused, fix]) as llm:
+        env = {**base_env, **llm.env()}
+        res = run_cli(["run", str(project), "--until", "first-step", "--timeout", "480", "--stop"], env)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    assert outside.read_text() == "x = 1\n"
+    rep = report_of(project)
+    actions = [a["action"] for a in rep["attempts"]]
+    assert any("refused" in a and "outside the project" in a for a in actions), actions
+    assert any(a.startswith("fixed in agent_run.py") for a in actions), actions
+    assert rep["outcome"] == "success" and rep["global_step"] >= 1
+    assert good in run.read_text()
+    # the LLM saw the failure and the file it names
+    prompt = llm.requests[0]["messages"][1]["content"]
+    assert "NameError" in prompt and "describ" in prompt and "# agent_run.py" in prompt
+    log = subprocess.run(["git", "log", "--format=%B"], cwd=project, capture_output=True, text=True).stdout
+    assert "autopilot fix: typo: describ() is describe()" in log and "NameError" in log
+    # the key went to the LLM server, never to our output or logs
+    assert "sk-test-secret" not in out
+    assert all("sk-test-secret" not in p.read_text(errors="replace") for p in (project / "logs").iterdir())
