@@ -138,3 +138,18 @@ def test_importing_the_engine_base_does_not_import_torch():
     code = "import sys, vibe_rl.engine.base, vibe_rl.engine, vibe_rl.rl.samples; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_gumbel_sampler_draws_from_the_given_distribution():
+    from vibe_rl.engine.generate import gumbel_sample
+
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, -4.0, float("-inf")]])
+    p = logits.softmax(-1)[0]
+    n = 100_000
+    for seeds, steps in [(torch.arange(n), torch.zeros(n, dtype=torch.long)),
+                         (torch.full((n,), 7), torch.arange(n))]:
+        tokens = gumbel_sample(logits.log_softmax(-1).expand(n, -1), seeds, steps)
+        freq = torch.bincount(tokens, minlength=6).double() / n
+        z = (freq - p) / (p * (1 - p) / n).sqrt().clamp(min=1e-12)
+        assert z.abs().max() < 4.5, z
+        assert freq[5] == 0  # a token outside the nucleus (-inf) is never drawn

@@ -32,7 +32,6 @@ class Request:
 class _Row:
     req: Request
     budget: int  # most tokens this row may still produce
-    generator: Any
     window: int  # tokens to decode when checking stop strings
     ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -72,11 +71,9 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
     device = next(model.parameters()).device
     rows = []
     for req in requests:
-        gen = torch.Generator(device=device)
-        gen.manual_seed(req.seed)
         window = max((len(s.encode()) for s in req.sampling.stop), default=0) + 4
         budget = min(req.sampling.max_tokens, max_model_len - len(req.prompt_ids))
-        rows.append(_Row(req, budget, gen, window))
+        rows.append(_Row(req, budget, window))
 
     # Left-pad so every row's last prompt token sits in the last column.
     width = max(len(r.req.prompt_ids) for r in rows)
@@ -91,6 +88,7 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
     temps = torch.tensor([r.req.sampling.temperature for r in rows], device=device)  # (B,)
     top_ps = torch.tensor([r.req.sampling.top_p for r in rows], device=device)  # (B,)
     greedy = temps == 0  # (B,)
+    seeds = torch.tensor([r.req.seed for r in rows], dtype=torch.long, device=device)  # (B,)
 
     active = list(range(len(rows)))  # rows still decoding, in batch order
     with torch.inference_mode():
@@ -98,12 +96,8 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
         next_pos = pos[:, -1] + 1  # (b,)
         while True:
             logp = sampling_logprobs(logits, temps, top_ps)  # (b, V)
-            # Gumbel-max with each row's own generator: argmax(logp - log E), E ~ Exp(1), is an exact
-            # sample of softmax(logp) and keeps a seeded request reproducible inside any batch.
-            noise = torch.empty_like(logp)
-            for j, i in enumerate(active):
-                noise[j].exponential_(generator=rows[i].generator)
-            sampled = (logp - noise.log()).argmax(dim=-1)  # (b,)
+            steps = torch.tensor([len(rows[i].ids) for i in active], device=device)  # (b,)
+            sampled = gumbel_sample(logp, seeds, steps)  # (b,)
             picked = torch.where(greedy, logits.argmax(dim=-1), sampled)  # (b,)
             chosen = logp.gather(-1, picked[:, None]).squeeze(-1)  # (b,)
             tokens, token_logprobs = picked.tolist(), chosen.tolist()  # one device sync per step
@@ -124,7 +118,7 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
                 index = torch.tensor(keep, device=device)
                 _select_rows(cache, index)
                 mask, next_pos, temps, top_ps = mask[index], next_pos[index], temps[index], top_ps[index]
-                greedy = greedy[index]
+                greedy, seeds = greedy[index], seeds[index]
                 tokens = [tokens[j] for j in keep]
                 active = [active[j] for j in keep]
             step = torch.tensor(tokens, device=device)[:, None]  # (b, 1)
@@ -133,6 +127,41 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
                                      position_ids=next_pos[:, None])
             next_pos = next_pos + 1
     return [Generation(r.ids, r.logprobs, r.finish or "length", version, len(r.req.prompt_ids)) for r in rows]
+
+
+# SplitMix64 constants as signed int64 (torch has no uint64 arithmetic; int64 products wrap).
+_GOLDEN = 0x9E3779B97F4A7C15 - 2**64
+_M1 = 0xBF58476D1CE4E5B9 - 2**64
+_M2 = 0x94D049BB133111EB - 2**64
+
+
+def _srl(z: Any, k: int) -> Any:
+    """Logical right shift of int64 values."""
+    return (z >> k) & ((1 << (64 - k)) - 1)
+
+
+def _mix(z: Any) -> Any:
+    z = z + _GOLDEN
+    z = (z ^ _srl(z, 30)) * _M1
+    z = (z ^ _srl(z, 31)) * _M2
+    return z ^ _srl(z, 31)
+
+
+def gumbel_sample(logp: Any, seeds: Any, steps: Any) -> Any:
+    """One exact sample per row of softmax(logp): argmax(logp - log E) with E ~ Exp(1).
+
+    The noise is a counter-based hash of (request seed, token index, vocab id), so
+    a seeded request draws the same tokens alone or in any batch, and all rows
+    are sampled in a few vectorised ops (no per-row generator calls).
+    logp (b, V), seeds (b,), steps (b,) -> token ids (b,).
+    """
+    torch = require("torch", "sampling")
+    key = _mix(seeds ^ _mix(steps))  # (b,)
+    vocab = torch.arange(logp.shape[-1], device=logp.device, dtype=torch.long)  # (V,)
+    bits = _mix(key[:, None] + vocab[None, :] * _GOLDEN)  # (b, V)
+    uniform = (_srl(bits, 40).float() + 0.5) / float(1 << 24)  # (b, V) in (0, 1)
+    exp_noise = -torch.log(uniform)  # Exp(1)
+    return (logp - torch.log(exp_noise)).argmax(dim=-1)
 
 
 def _hits_stop(tokenizer: Any, row: _Row) -> bool:
