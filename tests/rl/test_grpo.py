@@ -122,3 +122,19 @@ def test_frozen_engine_refuses_to_train(tiny_model_dir):
             engine.train([Sample([1, 2], [0, 1], [0.0, -1.0], 1.0)])
     finally:
         engine.close()
+
+
+def test_training_while_requests_are_in_flight(make_engine, rollout):
+    from vibe_rl.engine import Engine, SamplingParams
+
+    engine = make_engine(lr=1e-2)
+    assert isinstance(engine, Engine)
+    tok = engine.tokenizer
+    prompts = chat_prompts(tok, 2)
+    samples, _ = rollout(engine, prompts, n=4, max_tokens=8, reward_fn=share_of_e(tok))
+    futures = [engine.submit(prompts[i % 2], SamplingParams(max_tokens=16, seed=i)) for i in range(12)]
+    engine.train(samples)  # waits for the running batch, then steps; queued requests continue after
+    more = [engine.submit(prompts[0], SamplingParams(max_tokens=4, seed=99))]
+    gens = [f.result(timeout=120) for f in futures + more]
+    assert all(g.token_ids for g in gens)
+    assert {g.weight_version for g in gens} <= {0, 1} and gens[-1].weight_version == 1

@@ -6,6 +6,7 @@ Importing this package is light: backends (and torch) are imported by
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vibe_rl.engine.base import Engine, Generation, SamplingParams
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "Generation", "SamplingParams", "load_engine", "ensure_tiny_model"]
 
 
-def ensure_tiny_model(cache_dir=None):  # noqa: ANN001, ANN201 - re-export without importing tiny eagerly
+def ensure_tiny_model(cache_dir: str | Path | None = None) -> Path:
+    """The cached offline tiny model directory (see vibe_rl.engine.tiny); built on first use."""
     from vibe_rl.engine.tiny import ensure_tiny_model as _ensure
 
     return _ensure(cache_dir)
