@@ -77,6 +77,10 @@ def test_full_checkpoint_is_a_loadable_hf_dir(tiny_model_dir, tmp_path):
         make(tiny_model_dir, 0).load(saved_lora)
     with pytest.raises(ModelLoadError, match="not a vibe-rl checkpoint"):
         lora.load(tmp_path)
+    with pytest.raises(ModelLoadError, match="is a vibe-rl checkpoint"):
+        load_engine(EngineConfig(path=str(saved_lora)))
+    with pytest.raises(ModelLoadError, match="LoRA adapter only"):
+        load_engine(EngineConfig(path=str(saved_lora / "adapter")))
     lora.close()
 
 

@@ -26,6 +26,14 @@ def resolve_model_path(path: str, cache_dir: str | None = None) -> Path:
             "(with config.json and weights), or to 'tiny' for the offline tiny model "
             "(`vibe-rl model tiny DIR` writes one). Nothing is downloaded from the hub."
         )
+    if (p / "state.json").is_file() and not (p / "config.json").is_file():
+        raise ModelLoadError(
+            f"'{path}' is a vibe-rl checkpoint, not a model directory. Use '{p / 'model'}' as model.path for "
+            "full weights, or keep the base model.path and resume with engine.load('{path}') (LoRA adapters).")
+    if (p / "adapter_config.json").is_file() and not (p / "config.json").is_file():
+        raise ModelLoadError(
+            f"'{path}' holds a LoRA adapter only. Set model.path to the base model and model.lora.rank to the "
+            "adapter's rank, then load the adapter's checkpoint with engine.load(...).")
     if not p.is_dir() or not (p / "config.json").is_file():
         raise ModelLoadError(
             f"'{path}' is not a Hugging Face model directory (no config.json). Point model.path at the directory "
