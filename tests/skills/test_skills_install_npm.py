@@ -56,7 +56,7 @@ def test_skills_cli_installs_every_skill_for_both_agents(installed_project):
             landed = sorted(p.relative_to(real).as_posix() for p in real.rglob("*") if p.is_file())
             assert landed == source_files, f"{skill}: files differ from the checkout"
     lock = json.loads((installed_project / "skills-lock.json").read_text())
-    assert set(SKILL_NAMES) <= set(lock["skills"])
+    assert sorted(lock["skills"]) == SKILL_NAMES, "the installer found skills outside skills/ (or missed some)"
 
 
 def test_opencode_lists_the_skills_with_descriptions(npx, installed_project):
