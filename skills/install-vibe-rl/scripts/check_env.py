@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     if gpus and torch and torch.split()[1] == "cpu":
         print("advice   GPUs present but torch is a CPU build: install a pinned CUDA torch in a fresh venv")
     elif gpus:
-        print("advice   GPU path: uv pip install torch==<pinned>; uv pip install -e '.[train]' (or .[train,vllm])")
+        print("advice   GPU path: uv pip install torch==<pinned>; uv pip install -e '.[train]'")
     else:
         print("advice   CPU path: pinned CPU torch first, then uv pip install -e '.[train,dev]'; use model 'tiny'")
     return 0
