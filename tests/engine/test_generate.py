@@ -153,3 +153,23 @@ def test_gumbel_sampler_draws_from_the_given_distribution():
         z = (freq - p) / (p * (1 - p) / n).sqrt().clamp(min=1e-12)
         assert z.abs().max() < 4.5, z
         assert freq[5] == 0  # a token outside the nucleus (-inf) is never drawn
+
+
+def test_max_batch_size_splits_a_burst_into_several_batches(tiny_model_dir, chat_prompt):
+    eng = load_engine(EngineConfig(path=str(tiny_model_dir), device="cpu", max_batch_size=3), trainable=False)
+    try:
+        futures = [eng.submit(chat_prompt, SamplingParams(max_tokens=4, seed=i)) for i in range(7)]
+        assert all(len(f.result(timeout=120).token_ids) <= 4 for f in futures)
+        assert eng.stats["requests"] == 7 and eng.stats["largest_batch"] <= 3 and eng.stats["batches"] >= 3
+    finally:
+        eng.close()
+    with pytest.raises(Exception, match="closed"):
+        eng.submit(chat_prompt, SamplingParams())
+
+
+def test_a_burst_of_requests_runs_as_one_batch(engine, chat_prompt):
+    before = dict(engine.stats)
+    futures = [engine.submit(chat_prompt, SamplingParams(max_tokens=3, seed=i)) for i in range(10)]
+    [f.result(timeout=120) for f in futures]
+    assert engine.stats["requests"] - before["requests"] == 10
+    assert engine.stats["batches"] - before["batches"] <= 3  # submitted together, batched (nearly) together

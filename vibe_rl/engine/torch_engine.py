@@ -75,6 +75,7 @@ class TorchEngine:
         self.optimizer = self._make_optimizer() if trainable else None
         self.ref_model = self._make_ref_model() if trainable else None
         self._rng = random.Random(config.seed)
+        self.stats = {"batches": 0, "requests": 0, "generated_tokens": 0, "largest_batch": 0}  # generation counters
         self._lock = threading.Lock()
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._closed = False
@@ -130,6 +131,10 @@ class TorchEngine:
                     results = generate_batch(
                         self.model, self.tokenizer, batch, eos_ids=self.eos_ids, pad_id=self.pad_id,
                         max_model_len=self.max_model_len, version=self.version)
+                self.stats["batches"] += 1
+                self.stats["requests"] += len(batch)
+                self.stats["generated_tokens"] += sum(len(r.token_ids) for r in results)
+                self.stats["largest_batch"] = max(self.stats["largest_batch"], len(batch))
                 for req, res in zip(batch, results, strict=True):
                     req.future.set_result(res)
             except Exception as exc:  # hand the failure to every waiting caller, keep serving
