@@ -48,10 +48,11 @@ def diagnose(status: dict) -> list[str]:
     if pool.get("policy") == "non_dummy_tasks" and int(pool.get("completed_tasks") or 0) >= 2 * max(
             int(pool.get("target_tasks") or 1), 1) and not pool.get("completed_non_dummy_tasks"):
         found.append("no task has differing rewards: every group is a dummy; revisit the reward design")
+    last = status.get("last_update") or {}
+    if last.get("nan_skipped"):
+        found.append(f"step {last.get('step')} had a non-finite loss and was skipped: lower train.lr, use bf16")
     for error in status.get("errors") or []:
-        text = str(error)
-        if any(word in text.lower() for word in ("nan", "out of memory", "oom")):
-            found.append(f"server error: {text}")
+        found.append(f"server error: {error}")
     return found
 
 
