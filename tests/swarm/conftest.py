@@ -29,8 +29,9 @@ def free_port() -> int:
 class Server:
     """One `vibe-rl swarm start` process; `url` is its root URL."""
 
-    def __init__(self, exp_dir: Path, sets: list[str] = (), port: int | None = None, extra: list[str] = ()):
-        self.exp_dir, self.sets, self.extra = Path(exp_dir), list(sets), list(extra)
+    def __init__(self, exp_dir: Path, sets: list[str] = (), port: int | None = None, extra: list[str] = (),
+                 env: dict[str, str] | None = None):
+        self.exp_dir, self.sets, self.extra, self.env = Path(exp_dir), list(sets), list(extra), dict(env or {})
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = self.exp_dir.parent / f"server-{self.port}.log"
@@ -44,7 +45,7 @@ class Server:
         self.exp_dir.parent.mkdir(parents=True, exist_ok=True)
         self._logf = open(self.log, "ab")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                     env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + 120
         while True:
             try:

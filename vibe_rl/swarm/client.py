@@ -212,6 +212,8 @@ def run_in_flight(fn: Callable[[Any], Any], items: Iterable[Any], max_in_flight:
                     exc = fut.exception()
                     if exc is None:
                         report.succeeded += 1
+                    elif not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: stop everything
+                        raise exc
                     elif attempt < max_retries:
                         report.retried += 1
                         log.warning("item failed (%s: %s); retry %d/%d", type(exc).__name__, exc, attempt + 1,

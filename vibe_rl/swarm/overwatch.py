@@ -64,12 +64,17 @@ def render(status: dict[str, Any], url: str = "") -> Group:
     table.add_row("Average episodes per task", f"{avg:.2f}", str(grpo_n), "-", "-", style="bold red" if piled else "")
     table.add_row("Discarded (idle) / aborted episodes", f"{pool.get('discarded_episodes', 0)} / "
                   f"{pool.get('aborted_episodes', 0)}", "-", "-", "-")
-    for task in pile_ups(status)[:3]:
-        tid = task["task_id"]
-        table.add_row(Text(f"WARNING: {task['episodes']} episodes piled under task_id {tid!r} (grpo_n={grpo_n}). "
-                           "Every task needs its own stable, non-empty task_id (e.g. the episode seed), "
-                           "or the pool never fills.", style="bold white on red"), "", "", "", "")
+    piles = pile_ups(status)
+    for task in piles[:3]:
+        table.add_row(Text(f"WARNING: pile-up under task_id {task['task_id']!r}", style="bold white on red"),
+                      str(task["episodes"]), str(grpo_n), f"{100 * task['episodes'] / max(grpo_n, 1):.0f}%",
+                      Text("episodes per task far above grpo_n", style="bold red"))
     parts.append(table)
+    if piles:
+        parts.append(Panel(f"{piles[0]['episodes']} episodes piled under task_id {piles[0]['task_id']!r} "
+                           f"(grpo_n={grpo_n}). GRPO groups episodes by task_id, so the pool counts them as one "
+                           "task and never reaches its target: give every task its own stable, non-empty "
+                           "task_id (e.g. the episode seed).", title="WARNING", style="bold red"))
 
     running = status.get("running_episodes", [])
     rtable = Table(title=f"Running episodes ({status.get('running_count', len(running))})")

@@ -188,7 +188,7 @@ class SwarmServing:
 
     def status(self) -> dict[str, Any]:
         now = time.monotonic()
-        pool = self.pool.summary() if self.pool else {
+        pool = self.pool.summary() if self.pool is not None else {
             "policy": None, "completed_episodes": 0, "completed_tasks": 0, "completed_non_dummy_tasks": 0,
             "target_tasks": 0, "target_episodes": 0, "grpo_n": 0, "avg_episodes_per_task": 0.0}
         pool["discarded_episodes"] = self.discarded
@@ -205,7 +205,7 @@ class SwarmServing:
             "running_episodes": [{"episode_uuid": e.uuid, "llm_calls": e.llm_calls,
                                   "idle_s": round(0.0 if e.inflight else now - e.last_activity, 2)}
                                  for e in running[:200]],
-            "tasks": self.pool.tasks_table() if self.pool else [],
+            "tasks": self.pool.tasks_table() if self.pool is not None else [],
             "last_update": self.last_update,
             "notes": list(self.notes),
             "errors": list(self.errors),
