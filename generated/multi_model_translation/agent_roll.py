@@ -2,15 +2,16 @@
 
 Every task opens one episode on each server (begin/end pairs), runs the three agents once, and reports to
 each server the reward of its own grader. task_id is the task's seed: unique, never empty, the GRPO group
-key on every server. Batch sizes and the group size come from each server's config.
+key on every server. Batch sizes and the group size come from each server's config (or the server's overrides).
 """
 
+import contextlib
 import itertools
 import json
 import os
 from pathlib import Path
 
-from vibe_rl.swarm import SwarmClient, Task, TrainJob, run_in_flight
+from vibe_rl.swarm import SwarmClient, SwarmHTTPError, Task, TrainJob, run_in_flight
 
 from agent_run import run_episode
 
@@ -31,11 +32,11 @@ def load_tasks() -> list[Task]:
 def main() -> None:
     jobs = {name: TrainJob.from_yaml(config) for name, (_, config) in SERVERS.items()}
     swarms = {name: SwarmClient(url) for name, (url, _) in SERVERS.items()}
-    for name, swarm in swarms.items():
-        swarm.auto_sync_train_config_and_start_engine(jobs[name])
-    grpo_n = {job.grpo_n for job in jobs.values()}
+    # The servers' settings win (e.g. `--set train.grpo_n=2` on a CPU run): size the loop by them.
+    pools = {name: swarm.auto_sync_train_config_and_start_engine(jobs[name])["pool"] for name, swarm in swarms.items()}
+    grpo_n = {pool["grpo_n"] or jobs[name].grpo_n for name, pool in pools.items()}
     if len(grpo_n) != 1:
-        raise SystemExit(f"Every server groups the same episodes, so grpo_n must match in all configs: {grpo_n}")
+        raise SystemExit(f"Every server groups the same episodes, so grpo_n must match on all servers: {grpo_n}")
     grpo_n = grpo_n.pop()
     tasks = load_tasks()
 
@@ -46,7 +47,8 @@ def main() -> None:
             outputs = run_episode(task, {name: creds for name, (_, creds) in opened.items()})
         except Exception:
             for name, (episode_uuid, _) in opened.items():
-                swarms[name].abort_episode(episode_uuid)
+                with contextlib.suppress(SwarmHTTPError):  # already gone, e.g. discarded while idle
+                    swarms[name].abort_episode(episode_uuid)
             raise
         for name, (episode_uuid, _) in opened.items():
             swarms[name].end_episode(task, episode_uuid, outputs[name])
@@ -55,7 +57,7 @@ def main() -> None:
 
     # Endless epochs over the dataset; each task runs grpo_n times (one GRPO group on every server).
     episodes = (task for _ in itertools.count() for task in tasks for _ in range(grpo_n))
-    batch = max(job.batch_size for job in jobs.values())
+    batch = max(pool["target_tasks"] or jobs[name].batch_size for name, pool in pools.items())
     run_in_flight(rollout, episodes, max_in_flight=min(MAX_PARALLEL, batch * grpo_n))
 
 

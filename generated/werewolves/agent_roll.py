@@ -2,15 +2,17 @@
 
 task_id is the game's seed: unique, never empty. A game opens one episode per trainable team (EPISODE_ROLES);
 each is reported under "<seed>-<team>", so a GRPO group compares grpo_n plays of one deal from one side.
-Batch size and group size come from config.yaml; the server updates the weights on its own.
+Batch size and group size come from config.yaml (or the server's overrides); the server updates
+the weights on its own.
 """
 
+import contextlib
 import itertools
 import json
 import os
 from pathlib import Path
 
-from vibe_rl.swarm import SwarmClient, Task, TrainJob, run_in_flight
+from vibe_rl.swarm import SwarmClient, SwarmHTTPError, Task, TrainJob, run_in_flight
 
 from agent_run import EPISODE_ROLES, run_episode
 
@@ -34,7 +36,9 @@ def team_task(task: Task, team: str) -> Task:
 def main() -> None:
     job = TrainJob.from_yaml(CONFIG)
     swarm = SwarmClient(SWARM_URL)
-    swarm.auto_sync_train_config_and_start_engine(job)
+    pool = swarm.auto_sync_train_config_and_start_engine(job)["pool"]
+    # The server's settings win (e.g. `--set train.grpo_n=2` on a CPU run): size the loop by them.
+    grpo_n, batch_size = pool["grpo_n"] or job.grpo_n, pool["target_tasks"] or job.batch_size
     tasks = load_tasks()
 
     def rollout(task: Task) -> None:
@@ -43,16 +47,17 @@ def main() -> None:
             outputs = run_episode(task, {team: creds for team, (_, creds) in opened.items()})
         except Exception:
             for episode_uuid, _ in opened.values():
-                swarm.abort_episode(episode_uuid)
+                with contextlib.suppress(SwarmHTTPError):  # already gone, e.g. discarded while idle
+                    swarm.abort_episode(episode_uuid)
             raise
         for team, (episode_uuid, _) in opened.items():
             swarm.end_episode(team_task(task, team), episode_uuid, outputs[team])
         info = next(iter(outputs.values())).metadata
         print(f"task {task.task_id}: winner {info['winner']} after {info['days']} day(s)", flush=True)
 
-    # Endless epochs over the dataset; each game is played job.grpo_n times (one GRPO group per team).
-    episodes = (task for _ in itertools.count() for task in tasks for _ in range(job.grpo_n))
-    run_in_flight(rollout, episodes, max_in_flight=min(MAX_PARALLEL, job.batch_size * job.grpo_n))
+    # Endless epochs over the dataset; each game is played grpo_n times (one GRPO group per team).
+    episodes = (task for _ in itertools.count() for task in tasks for _ in range(grpo_n))
+    run_in_flight(rollout, episodes, max_in_flight=min(MAX_PARALLEL, batch_size * grpo_n))
 
 
 if __name__ == "__main__":

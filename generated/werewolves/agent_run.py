@@ -2,7 +2,8 @@
 
 Every player is an OpenAI-SDK client of its role's model (TEAM_MODELS; `vibe-rl doctor` checks it) and every
 call is tagged `user="<role>:<player_id>"`. Roles wired to the trainable server server1 use their team's
-episode; roles wired to a static model call it by name through the episode URL (the server forwards it).
+episode; roles wired to a static model call it by name through an episode URL (the server forwards it and
+keeps the call as context only).
 
 The werewolves and the seer share one model but sit on opposite sides, so a game fills one episode per
 trainable team (EPISODE_ROLES): each episode holds only that team's calls and earns WIN when the team's
@@ -16,7 +17,7 @@ import random
 from openai import BadRequestError, OpenAI
 from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
 
-from game_engine import SKIP, Game, Player, reward_for
+from game_engine import SKIP, WEREWOLF, Game, Player, reward_for
 
 # Role -> the server (trainable) or static model its calls reach.
 TEAM_MODELS = {
@@ -122,6 +123,14 @@ class LLMPlayers:
         return SKIP if SKIP in options else self.rng.choice(options)
 
 
+def episode_of(role: str) -> str:
+    """The episode a role's calls go through: its own team's, else (static roles) that of a trainable team on
+    its side, which keeps that episode busy while e.g. the seer is silent or dead; else the first."""
+    own = [team for team, roles in EPISODE_ROLES.items() if role in roles]
+    side = [team for team, roles in EPISODE_ROLES.items() if (roles[0] == WEREWOLF) == (role == WEREWOLF)]
+    return (own or side or list(EPISODE_ROLES))[0]
+
+
 def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], seed: int | None = None) -> tuple[Game, LLMPlayers]:
     """Play one game. The task's seed fixes the deal; ids and names are drawn per episode (`seed` replays one)."""
     rng = random.Random(seed)
@@ -129,12 +138,10 @@ def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], seed: int | N
     info = task.metadata
     game = Game.deal(ids, rng.sample(NAMES, 9), seed=int(info.get("seed", task.task_id)),
                      win_rule=info.get("win_rule", "parity"), max_days=info.get("max_days", 12))
-    team_of = {role: team for team, roles in EPISODE_ROLES.items() for role in roles}
-    first = next(iter(endpoints.values()))  # static models are reached through an episode URL
     clients: dict[str, OpenAI] = {}
     llms = {}
     for role, target in TEAM_MODELS.items():
-        creds = endpoints.get(team_of.get(role, ""), first)
+        creds = endpoints[episode_of(role)]
         if creds.api_key not in clients:
             clients[creds.api_key] = OpenAI(base_url=creds.base_url, api_key=creds.api_key, max_retries=3)
         llms[role] = (clients[creds.api_key], creds.model if target == TRAINABLE else target)

@@ -225,14 +225,15 @@ def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
     assert info["winner"] in ("werewolves", "village") and info["fallbacks"] == 0 and info["invalid_actions"] == 0
     assert {outputs["werewolves"]["reward"], outputs["seer"]["reward"]} == {0.0, 1.0}
     assert players.refused > 0  # long prompts were refused, then retried with fewer events and answered
-    # The werewolves' and the seer's calls use their own episode keys; static roles go through the first episode.
+    # The werewolves' and the seer's calls use their own episode keys; the static village roles go through the
+    # episode of the trainable team on their side (the seer's), which keeps it busy after the seer dies.
     routes = {(r["user"].split(":")[0], r["model"], r["auth"]) for r in players.requests}
     assert {"werewolf", "seer", "witch", "villager"} <= {role for role, _, _ in routes}
     for role, model, auth in routes:
         if role in ("werewolf", "seer"):
             assert (model, auth) == ("trainable", f"Bearer key-{'werewolves' if role == 'werewolf' else 'seer'}")
         else:
-            assert (model, auth) == (STATIC, "Bearer key-werewolves")
+            assert (model, auth) == (STATIC, "Bearer key-seer")
 
 
 # ---- one full episode against a real swarm server -------------------------------------------------
@@ -320,9 +321,9 @@ def test_one_episode_against_a_real_swarm_server(project, tmp_path, tiny_model_d
             assert not call["static"] and call["model"] != STATIC
             assert team_of[call["episode_uuid"]] == ("werewolves" if role == "werewolf" else "seer")
         else:
-            assert call["static"] and call["model"] == STATIC
+            assert call["static"] and call["model"] == STATIC and team_of[call["episode_uuid"]] == "seer"
         seen[role] += 1
     assert seen["werewolf"] > 0 and seen["seer"] > 0 and seen["villager"] > 0
     tasks = {t["task_id"]: t for t in result["status"]["tasks"]}
-    assert tasks[f"{result['task']}-werewolves"]["reward_mean"] == wolves["reward"]
+    assert tasks[f"{result['task']}-werewolves"]["reward_mean"] == pytest.approx(wolves["reward"], abs=1e-3)
     assert tasks[f"{result['task']}-seer"]["reward_mean"] == seer["reward"]
