@@ -29,6 +29,10 @@ SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods
 DEFAULT_TRAINABLE = ["werewolf", "seer"]
 
 
+def _and(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
 def roles_in(line: str) -> list[str]:
     return [role for role, pattern in ROLE_WORDS.items() if re.search(pattern, line, re.IGNORECASE)]
 
@@ -112,8 +116,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     return TaskSpec(
         family=manifest.name, name=manifest.name, short_name=manifest.short_name,
         title="Werewolves: GRPO with a shared werewolf/seer model",
-        description=(f"Train the {', '.join(trainable)} of a 9-player Werewolves game on one shared model "
-                     f"({model_path}) against {', '.join(static) or 'nobody'} played by {model.name}."),
+        description=(f"Train the {_and(trainable)} of a 9-player Werewolves game on one shared model "
+                     f"({model_path}) against the {_and(static) or 'nobody'} played by {model.name}."),
         gpus=facts.total_gpus or gpus, game=game, teams=teams, servers=[server],
         static_models=[model] if static else [], training=training,
         modes=[Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
