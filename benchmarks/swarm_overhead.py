@@ -43,37 +43,56 @@ def pct(values: list[float], q: float) -> float:
     return round(values[min(len(values) - 1, int(q * len(values)))], 3)
 
 
-async def worker(client: httpx.AsyncClient, stop_at: float, warm_until: float, out: dict, wid: int) -> None:
+class Conn:
+    """A minimal HTTP/1.1 keep-alive client on asyncio streams: the measuring side should cost
+    as little CPU as possible on a 2-core machine (httpx costs several times more per call)."""
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader = self.writer = None
+
+    async def post(self, path: str, body: dict, headers: dict[str, str] | None = None) -> tuple[int, dict, dict]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        data = json.dumps(body).encode()
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        self.writer.write(f"POST {path} HTTP/1.1\r\nhost: {self.host}\r\ncontent-type: application/json\r\n"
+                          f"content-length: {len(data)}\r\n{extra}\r\n".encode() + data)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        hdrs = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+        payload = await self.reader.readexactly(int(hdrs.get("content-length", 0)))
+        if status >= 400:
+            raise RuntimeError(f"{path} -> {status}: {payload[:300]!r}")
+        return status, hdrs, json.loads(payload)
+
+
+async def worker(host: str, port: int, stop_at: float, warm_until: float, out: dict, wid: int) -> None:
+    conn = Conn(host, port)
     i = 0
     while time.perf_counter() < stop_at:
         i += 1
-        r = await client.post("/episode/begin", json={})
-        r.raise_for_status()
-        ep = r.json()
-        r = await client.post("/v1/chat/completions", headers={"Authorization": f"Bearer {ep['api_key']}"},
-                              json={"model": ep["model"], "max_tokens": 1,
-                                    "messages": [{"role": "user", "content": "Say one word."}]})
-        r.raise_for_status()
-        r2 = await client.post("/episode/end", json={"episode_uuid": ep["episode_uuid"],
-                                                     "task": {"task_id": f"bench-{wid}-{i}"},
-                                                     "output": {"reward": 0.0}})
-        r2.raise_for_status()
+        _, _, ep = await conn.post("/episode/begin", {})
+        _, hdrs, _ = await conn.post("/v1/chat/completions",
+                                     {"model": ep["model"], "max_tokens": 1,
+                                      "messages": [{"role": "user", "content": "Say one word."}]},
+                                     {"authorization": f"Bearer {ep['api_key']}"})
+        await conn.post("/episode/end", {"episode_uuid": ep["episode_uuid"], "task": {"task_id": f"bench-{wid}-{i}"},
+                                         "output": {"reward": 0.0}})
         if time.perf_counter() >= warm_until:
             out["cycles"] += 1
-            server = float(r.headers["x-vibe-server-ms"])
-            engine = float(r.headers["x-vibe-engine-ms"])
+            server, engine = float(hdrs["x-vibe-server-ms"]), float(hdrs["x-vibe-engine-ms"])
             out["added"].append(server - engine)
             out["engine"].append(engine)
 
 
-async def drive(url: str, concurrency: int, seconds: float, warmup: float) -> dict:
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60.0) as client:
-        out = {"cycles": 0, "added": [], "engine": []}
-        t0 = time.perf_counter()
-        warm_until, stop_at = t0 + warmup, t0 + warmup + seconds
-        await asyncio.gather(*(worker(client, stop_at, warm_until, out, w) for w in range(concurrency)))
-        measured = time.perf_counter() - warm_until
+async def drive(host: str, port: int, concurrency: int, seconds: float, warmup: float) -> dict:
+    out = {"cycles": 0, "added": [], "engine": []}
+    t0 = time.perf_counter()
+    warm_until, stop_at = t0 + warmup, t0 + warmup + seconds
+    await asyncio.gather(*(worker(host, port, stop_at, warm_until, out, w) for w in range(concurrency)))
+    measured = time.perf_counter() - warm_until
     return {"cycles": out["cycles"], "seconds": measured, "added": out["added"], "engine": out["engine"]}
 
 
@@ -82,7 +101,16 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--url", default=None, help="Use an already started server (e.g. to profile it) instead of one of ours")
     args = ap.parse_args()
+    if args.url:
+        from vibe_rl.swarm import SwarmClient, TrainJob
+
+        with SwarmClient(args.url) as client:
+            client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
+        host, port = args.url.split("//")[1].split(":")
+        report(asyncio.run(drive(host, int(port), args.concurrency, args.seconds, args.warmup)), args)
+        return
 
     port = free_port()
     exp = tempfile.mkdtemp(prefix="vibe-rl-bench-")
@@ -106,7 +134,7 @@ def main() -> None:
                 time.sleep(0.2)
         with SwarmClient(url) as client:
             client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
-        res = asyncio.run(drive(url, args.concurrency, args.seconds, args.warmup))
+        res = asyncio.run(drive("127.0.0.1", port, args.concurrency, args.seconds, args.warmup))
     finally:
         server.terminate()
         try:
@@ -114,6 +142,10 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             server.kill()
         shutil.rmtree(exp, ignore_errors=True)
+    report(res, args)
+
+
+def report(res: dict, args: argparse.Namespace) -> None:
     print(json.dumps({
         "benchmark": "swarm_overhead",
         "concurrency": args.concurrency,

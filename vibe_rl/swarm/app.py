@@ -48,6 +48,11 @@ class TimingMiddleware:
         await self.app(scope, receive, send_timed)
 
 
+def validation_error(errors: list[dict[str, Any]]) -> ApiError:
+    message, param, code = _validation_message(errors)
+    return ApiError(400, message, code=code, param=param)
+
+
 def _validation_message(errors: list[dict[str, Any]]) -> tuple[str, str | None, str]:
     first = errors[0] if errors else {}
     if first.get("type") == "json_invalid":
@@ -115,8 +120,10 @@ def build_app(config: ServerConfig) -> Any:
             serving.errors.append(f"{request.method} {request.url.path}: {type(exc).__name__}: {exc}")
         return envelope(ApiError(500, f"Internal server error: {type(exc).__name__}: {exc}", code="internal_error"))
 
-    for router in (routers.control, routers.episode, routers.openai, routers.misc):
+    for router in (routers.control, routers.openai, routers.misc):
         app.include_router(router)
+    for path, endpoint in routers.HOT_ROUTES:
+        app.router.add_route(path, endpoint, methods=["POST"])
     app.add_middleware(TimingMiddleware)
     return app
 

@@ -12,6 +12,7 @@ Pure Python: no torch, no fastapi.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,75 +55,79 @@ def _std(values: list[float]) -> float:
 
 
 class Pool:
-    """Completed, not yet trained episodes by task_id (insertion ordered: oldest task first)."""
+    """Completed, not yet trained episodes by task_id (insertion ordered: oldest task first).
+
+    Counters are kept up to date on every add/take, so `ready()` and `summary()` cost O(1)
+    however many groups the pool holds (end_episode calls ready() every time)."""
 
     def __init__(self, train: TrainConfig):
         self.train = train
         self.groups: dict[str, list[CompletedEpisode]] = {}
+        self.episodes = 0
+        self.complete: dict[str, None] = {}  # ordered set: groups with >= grpo_n episodes
+        self.non_dummy: dict[str, None] = {}  # complete groups whose rewards differ
 
     # ------------------------------------------------------------ queries
 
     def __len__(self) -> int:
-        return sum(len(g) for g in self.groups.values())
-
-    def _complete(self) -> list[str]:
-        return [t for t, g in self.groups.items() if len(g) >= self.train.grpo_n]
-
-    def _non_dummy(self, task_ids: list[str]) -> list[str]:
-        return [t for t in task_ids if _std([e.reward for e in self.groups[t]]) > 1e-8]
+        return self.episodes
 
     def ready(self) -> bool:
         policy, n = self.train.policy, self.train.batch_size
         if policy == CollectionPolicy.episodes:
-            return len(self) >= n * self.train.grpo_n
-        complete = self._complete()
+            return self.episodes >= n * self.train.grpo_n
         if policy == CollectionPolicy.non_dummy_tasks:
-            return len(self._non_dummy(complete)) >= n
-        return len(complete) >= n
+            return len(self.non_dummy) >= n
+        return len(self.complete) >= n
 
     def summary(self) -> dict[str, Any]:
-        complete = self._complete()
-        episodes = len(self)
         return {
             "policy": self.train.policy.value,
-            "completed_episodes": episodes,
-            "completed_tasks": len(complete),
-            "completed_non_dummy_tasks": len(self._non_dummy(complete)),
+            "completed_episodes": self.episodes,
+            "completed_tasks": len(self.complete),
+            "completed_non_dummy_tasks": len(self.non_dummy),
             "target_tasks": self.train.batch_size,
             "target_episodes": self.train.batch_size * self.train.grpo_n,
             "grpo_n": self.train.grpo_n,
-            "avg_episodes_per_task": round(episodes / len(self.groups), 3) if self.groups else 0.0,
+            "avg_episodes_per_task": round(self.episodes / len(self.groups), 3) if self.groups else 0.0,
         }
 
     def tasks_table(self, limit: int = 200) -> list[dict[str, Any]]:
         """Per-task rows, largest groups first (a pile-up under one task_id shows at the top)."""
         rows = []
-        for task_id, group in self.groups.items():
+        for task_id, group in heapq.nlargest(limit, self.groups.items(), key=lambda kv: len(kv[1])):
             rewards = [e.reward for e in group]
             rows.append({"task_id": task_id, "episodes": len(group),
                          "reward_mean": round(sum(rewards) / len(rewards), 4),
                          "reward_std": round(_std(rewards), 4)})
-        rows.sort(key=lambda r: -r["episodes"])
-        return rows[:limit]
+        return rows
 
     # ------------------------------------------------------------ changes
 
     def add(self, episode: CompletedEpisode) -> None:
-        self.groups.setdefault(episode.task_id, []).append(episode)
+        group = self.groups.setdefault(episode.task_id, [])
+        group.append(episode)
+        self.episodes += 1
+        if len(group) >= self.train.grpo_n:
+            self.complete[episode.task_id] = None
+            if episode.task_id not in self.non_dummy and _std([e.reward for e in group]) > 1e-8:
+                self.non_dummy[episode.task_id] = None
+
+    def _pop(self, task_id: str) -> list[CompletedEpisode]:
+        group = self.groups.pop(task_id)
+        self.episodes -= len(group)
+        self.complete.pop(task_id, None)
+        self.non_dummy.pop(task_id, None)
+        return group
 
     def take(self) -> tuple[list[list[CompletedEpisode]], list[list[CompletedEpisode]]]:
         """Remove and return (groups to train on, groups skipped as dummy). Call when ready()."""
         policy, n = self.train.policy, self.train.batch_size
         if policy == CollectionPolicy.episodes:
             chosen, skipped = list(self.groups), []
+        elif policy == CollectionPolicy.non_dummy_tasks:
+            chosen = list(self.non_dummy)[:n]
+            skipped = [t for t in self.complete if t not in self.non_dummy]
         else:
-            complete = self._complete()
-            if policy == CollectionPolicy.non_dummy_tasks:
-                non_dummy = self._non_dummy(complete)
-                chosen = non_dummy[:n]
-                skipped = [t for t in complete if t not in set(non_dummy)]
-            else:
-                chosen, skipped = complete[:n], []
-        train = [self.groups.pop(t) for t in chosen]
-        dummy = [self.groups.pop(t) for t in skipped]
-        return train, dummy
+            chosen, skipped = list(self.complete)[:n], []
+        return [self._pop(t) for t in chosen], [self._pop(t) for t in skipped]
