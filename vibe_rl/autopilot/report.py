@@ -25,6 +25,7 @@ class RunReport:
     outcome: str = "running"  # "success" | "failed" | "stopped"
     seconds_to_first_step: float | None = None  # from `vibe-rl run` start to global_step >= 1
     seconds_to_target: float | None = None
+    first_step_unix: float | None = None  # wall-clock time the watcher saw global_step >= 1
     global_step: int = 0
     reward_mean: float | None = None
     episodes: int = 0

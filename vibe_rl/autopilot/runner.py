@@ -41,8 +41,8 @@ from vibe_rl.autopilot.watcher import ServerView, Watcher, audit_diagnosis
 from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
 
-CPU_OVERRIDES = ["train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=32"]
-CPU_MAX_TOKENS = "32"
+CPU_OVERRIDES = ["train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=16"]
+CPU_MAX_TOKENS = "16"
 NOT_FIXABLE = {"port_in_use", "timeout", "server_not_ready"}
 POOL_KINDS = {"empty_task_id", "repeated_task_id"}
 
@@ -229,7 +229,11 @@ class Runner:
             if diag is None:
                 snap = self.watcher.poll(self.target)
                 if snap.statuses and rep.seconds_to_first_step is None and snap.min_step() >= 1:
+                    if time.time() - since < 5:
+                        rep.notes.append(f"the servers resumed at step {snap.min_step()} from a checkpoint in "
+                                         "experiments/; delete it to train from scratch")
                     rep.seconds_to_first_step = round(time.monotonic() - t0, 1)
+                    rep.first_step_unix = time.time()
                     self.out(f"[vibe-rl] first weight update after {rep.seconds_to_first_step} s")
                 # audit the recorded calls until every role has been seen; a wrong route fails at once
                 if (not audited and time.monotonic() >= next_audit) or snap.reached:

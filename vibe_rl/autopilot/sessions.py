@@ -125,5 +125,5 @@ class TmuxSessions:
             lines.append(f'export PATH={shlex.quote(spec.path_prefix)}:"$PATH"')
         lines += [f"export {k}={shlex.quote(v)}" for k, v in spec.env.items()]
         lines += [f"echo {shlex.quote('[vibe-rl] ' + spec.name + ': ' + spec.command)}",
-                  spec.command, f'echo "{EXIT_MARK} $?"']
+                  f"( {spec.command} )", f'echo "{EXIT_MARK} $?"']  # a subshell: the marker always prints
         spec.launcher.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,0 +1,43 @@
+"""uv venvs: built once per project, reused, server with the host's torch, client without torch."""
+
+from __future__ import annotations
+
+import subprocess
+
+import torch
+
+from vibe_rl.autopilot.venvs import MARKER, ensure_venv
+
+
+def _py(venv, code):
+    return subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True)
+
+
+def test_server_and_client_venvs(base_project):
+    server = ensure_venv(base_project, "server")
+    client = ensure_venv(base_project, "client")
+    assert not server.created and not client.created  # the session fixture built them: reused
+    assert (server.path / MARKER).is_file()
+    res = _py(server.path, "import torch, vibe_rl; print(torch.__version__); print(vibe_rl.__file__)")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == torch.__version__  # the host's build, never a downloaded one
+    assert (server.path / "bin" / "vibe-rl").exists()
+    res = _py(client.path, "import importlib.util as u, vibe_rl.swarm, openai, httpx; print(u.find_spec('torch'))")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "None"  # the client side stays light
+
+
+def test_changed_plan_rebuilds(base_project, tmp_path):
+    import json
+    import shutil
+
+    proj = tmp_path / "p"
+    proj.mkdir()
+    shutil.copytree(base_project / ".venv-client", proj / ".venv-client", symlinks=True)
+    marker = proj / ".venv-client" / MARKER
+    data = json.loads(marker.read_text())
+    assert ensure_venv(proj, "client").created is False
+    data["hash"] = "stale"
+    marker.write_text(json.dumps(data))
+    again = ensure_venv(proj, "client")
+    assert again.created and json.loads(marker.read_text())["hash"] != "stale"
