@@ -1,21 +1,26 @@
 """Batched decoding: left-padded prompts, one KV cache, per-request sampling.
 
-Every row keeps its own temperature, top_p, max_tokens, stop strings and random
-generator; a row leaves the batch (and the KV cache) as soon as it finishes, so
-the batch shrinks instead of decoding padding. The logprob recorded for each
-token is its entry in the distribution it was sampled from
-(`vibe_rl.rl.logprobs.sampling_logprobs`).
+Every row keeps its own temperature, top_p, max_tokens, stop strings and seed.
+A row leaves the batch (and the KV cache) as soon as it finishes and its future
+is resolved right away, so a short answer never waits for a long one. Between
+decode steps, requests that arrived meanwhile are prefilled and join the running
+batch (their KV cache is left-padded to the batch's width), when the model's
+cache is the plain dynamic kind; otherwise they wait for the next batch.
+The logprob recorded for each token is its entry in the distribution it was
+sampled from (`vibe_rl.rl.logprobs.sampling_logprobs`).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.engine.base import Generation, SamplingParams
+from vibe_rl.engine.sampler import gumbel_sample
 from vibe_rl.extras import require
 from vibe_rl.rl.logprobs import sampling_logprobs
 
@@ -31,18 +36,29 @@ class Request:
 @dataclass
 class _Row:
     req: Request
-    budget: int  # most tokens this row may still produce
+    budget: int  # most tokens this row may produce
     window: int  # tokens to decode when checking stop strings
     ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish: str | None = None
 
 
-def _select_rows(cache: Any, index: Any) -> None:
-    if hasattr(cache, "batch_select_indices"):
-        cache.batch_select_indices(index)
-    else:  # older transformers
-        cache.reorder_cache(index)
+@dataclass
+class _Running:
+    """The live batch: b rows, a KV cache of width W, and each row's next-token logits."""
+
+    rows: list[_Row]
+    cache: Any
+    logits: Any  # (b, V)
+    mask: Any  # (b, W) 1 on real tokens, 0 on left padding
+    next_pos: Any  # (b,) position id of each row's next token
+    params: dict[str, Any]  # temperature, top_p, greedy, seed: each (b,)
+
+    def select(self, index: Any) -> None:
+        _cache_select(self.cache, index)
+        self.rows = [self.rows[j] for j in index.tolist()]
+        self.mask, self.next_pos = self.mask[index], self.next_pos[index]
+        self.params = {k: v[index] for k, v in self.params.items()}
 
 
 @functools.lru_cache(maxsize=32)
@@ -64,104 +80,135 @@ def _forward(model: Any, cache: Any = None, **kwargs: Any) -> tuple[Any, Any]:
     return cache, out.logits[:, -1, :]
 
 
-def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_ids: set[int], pad_id: int,
-                   max_model_len: int, version: int = 0) -> list[Generation]:
-    """Decode all `requests` together; returns one Generation per request, in order."""
-    torch = require("torch", "generating with the torch engine")
-    device = next(model.parameters()).device
-    rows = []
-    for req in requests:
-        window = max((len(s.encode()) for s in req.sampling.stop), default=0) + 4
-        budget = min(req.sampling.max_tokens, max_model_len - len(req.prompt_ids))
-        rows.append(_Row(req, budget, window))
+def _cache_select(cache: Any, index: Any) -> None:
+    if hasattr(cache, "batch_select_indices"):
+        cache.batch_select_indices(index)
+    else:  # older transformers
+        cache.reorder_cache(index)
 
-    # Left-pad so every row's last prompt token sits in the last column.
+
+def _plain_layers(cache: Any) -> list[Any] | None:
+    """The cache's per-layer objects when every one is a plain DynamicLayer (keys/values tensors)."""
+    layers = getattr(cache, "layers", None)
+    if layers and all(type(layer).__name__ == "DynamicLayer" and layer.keys is not None for layer in layers):
+        return list(layers)
+    return None
+
+
+def _prefill(model: Any, rows: list[_Row], pad_id: int, device: Any) -> _Running:
+    torch = require("torch", "generating with the torch engine")
     width = max(len(r.req.prompt_ids) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)  # (B, L)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)  # (B, L)
-    for i, r in enumerate(rows):
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)  # (b, L)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)  # (b, L)
+    for i, r in enumerate(rows):  # left-pad: every row's last prompt token sits in the last column
         n = len(r.req.prompt_ids)
         ids[i, width - n:] = torch.tensor(r.req.prompt_ids, dtype=torch.long)
         mask[i, width - n:] = 1
     ids, mask = ids.to(device), mask.to(device)
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)  # (B, L): real positions start at 0 in every row
-    temps = torch.tensor([r.req.sampling.temperature for r in rows], device=device)  # (B,)
-    top_ps = torch.tensor([r.req.sampling.top_p for r in rows], device=device)  # (B,)
-    greedy = temps == 0  # (B,)
-    seeds = torch.tensor([r.req.seed for r in rows], dtype=torch.long, device=device)  # (B,)
-
-    active = list(range(len(rows)))  # rows still decoding, in batch order
-    with torch.inference_mode():
-        cache, logits = _forward(model, input_ids=ids, attention_mask=mask, position_ids=pos)  # logits (b, V)
-        next_pos = pos[:, -1] + 1  # (b,)
-        while True:
-            logp = sampling_logprobs(logits, temps, top_ps)  # (b, V)
-            steps = torch.tensor([len(rows[i].ids) for i in active], device=device)  # (b,)
-            sampled = gumbel_sample(logp, seeds, steps)  # (b,)
-            picked = torch.where(greedy, logits.argmax(dim=-1), sampled)  # (b,)
-            chosen = logp.gather(-1, picked[:, None]).squeeze(-1)  # (b,)
-            tokens, token_logprobs = picked.tolist(), chosen.tolist()  # one device sync per step
-            for j, i in enumerate(active):
-                row, tok = rows[i], tokens[j]
-                row.ids.append(tok)
-                row.logprobs.append(token_logprobs[j])
-                if tok in eos_ids:
-                    row.finish = "stop"
-                elif row.req.sampling.stop and _hits_stop(tokenizer, row):
-                    row.finish = "stop"
-                elif len(row.ids) >= row.budget:
-                    row.finish = "length"
-            keep = [j for j, i in enumerate(active) if rows[i].finish is None]
-            if not keep:
-                break
-            if len(keep) < len(active):  # drop finished rows from the batch and the cache
-                index = torch.tensor(keep, device=device)
-                _select_rows(cache, index)
-                mask, next_pos, temps, top_ps = mask[index], next_pos[index], temps[index], top_ps[index]
-                greedy, seeds = greedy[index], seeds[index]
-                tokens = [tokens[j] for j in keep]
-                active = [active[j] for j in keep]
-            step = torch.tensor(tokens, device=device)[:, None]  # (b, 1)
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)  # (b, L + t)
-            cache, logits = _forward(model, cache, input_ids=step, attention_mask=mask,
-                                     position_ids=next_pos[:, None])
-            next_pos = next_pos + 1
-    return [Generation(r.ids, r.logprobs, r.finish or "length", version, len(r.req.prompt_ids)) for r in rows]
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)  # (b, L): real positions start at 0 in every row
+    cache, logits = _forward(model, input_ids=ids, attention_mask=mask, position_ids=pos)
+    temps = torch.tensor([r.req.sampling.temperature for r in rows], device=device)
+    params = {
+        "temperature": temps,
+        "top_p": torch.tensor([r.req.sampling.top_p for r in rows], device=device),
+        "greedy": temps == 0,
+        "seed": torch.tensor([r.req.seed for r in rows], dtype=torch.long, device=device),
+    }
+    return _Running(list(rows), cache, logits, mask, pos[:, -1] + 1, params)
 
 
-# SplitMix64 constants as signed int64 (torch has no uint64 arithmetic; int64 products wrap).
-_GOLDEN = 0x9E3779B97F4A7C15 - 2**64
-_M1 = 0xBF58476D1CE4E5B9 - 2**64
-_M2 = 0x94D049BB133111EB - 2**64
+def _merge(run: _Running, new: _Running) -> None:
+    """Append `new`'s rows to `run`, left-padding the narrower KV cache and mask with zeros."""
+    torch = require("torch", "generating with the torch engine")
+    F = torch.nn.functional
+    wa, wb = run.mask.shape[1], new.mask.shape[1]
+    pa, pb = max(0, wb - wa), max(0, wa - wb)
+    for la, lb in zip(_plain_layers(run.cache), _plain_layers(new.cache), strict=True):
+        la.keys = torch.cat([F.pad(la.keys, (0, 0, pa, 0)), F.pad(lb.keys, (0, 0, pb, 0))], dim=0)  # (b, h, W, d)
+        la.values = torch.cat([F.pad(la.values, (0, 0, pa, 0)), F.pad(lb.values, (0, 0, pb, 0))], dim=0)
+    run.mask = torch.cat([F.pad(run.mask, (pa, 0)), F.pad(new.mask, (pb, 0))], dim=0)  # (b, W)
+    run.logits = torch.cat([run.logits, new.logits], dim=0)
+    run.next_pos = torch.cat([run.next_pos, new.next_pos], dim=0)
+    run.params = {k: torch.cat([v, new.params[k]], dim=0) for k, v in run.params.items()}
+    run.rows = run.rows + new.rows
 
 
-def _srl(z: Any, k: int) -> Any:
-    """Logical right shift of int64 values."""
-    return (z >> k) & ((1 << (64 - k)) - 1)
+def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_ids: set[int], pad_id: int,
+                   max_model_len: int, version: int = 0, max_batch_size: int = 64,
+                   poll: Callable[[int], list[Request]] | None = None,
+                   stats: dict[str, int] | None = None) -> list[Generation]:
+    """Decode `requests` (and any that `poll(free_slots)` hands over while decoding) as one batch.
 
-
-def _mix(z: Any) -> Any:
-    z = z + _GOLDEN
-    z = (z ^ _srl(z, 30)) * _M1
-    z = (z ^ _srl(z, 31)) * _M2
-    return z ^ _srl(z, 31)
-
-
-def gumbel_sample(logp: Any, seeds: Any, steps: Any) -> Any:
-    """One exact sample per row of softmax(logp): argmax(logp - log E) with E ~ Exp(1).
-
-    The noise is a counter-based hash of (request seed, token index, vocab id), so
-    a seeded request draws the same tokens alone or in any batch, and all rows
-    are sampled in a few vectorised ops (no per-row generator calls).
-    logp (b, V), seeds (b,), steps (b,) -> token ids (b,).
+    Each request's future is resolved as soon as its row finishes; returns every
+    Generation in the order the requests entered. On an error, every unresolved
+    future gets the exception, which is then re-raised. `stats` (optional) counts
+    batches, requests, generated_tokens, largest_batch (most rows decoded
+    together) and joined_requests.
     """
-    torch = require("torch", "sampling")
-    key = _mix(seeds ^ _mix(steps))  # (b,)
-    vocab = torch.arange(logp.shape[-1], device=logp.device, dtype=torch.long)  # (V,)
-    bits = _mix(key[:, None] + vocab[None, :] * _GOLDEN)  # (b, V)
-    uniform = (_srl(bits, 40).float() + 0.5) / float(1 << 24)  # (b, V) in (0, 1)
-    exp_noise = -torch.log(uniform)  # Exp(1)
-    return (logp - torch.log(exp_noise)).argmax(dim=-1)
+    stats = stats if stats is not None else {}
+    torch = require("torch", "generating with the torch engine")
+    device = next(model.parameters()).device
+
+    def rows_for(reqs: list[Request]) -> list[_Row]:
+        return [_Row(req, min(req.sampling.max_tokens, max_model_len - len(req.prompt_ids)),
+                     max((len(s.encode()) for s in req.sampling.stop), default=0) + 4) for req in reqs]
+
+    every = rows_for(requests)
+    stats["batches"] = stats.get("batches", 0) + 1
+    try:
+        with torch.inference_mode():
+            run = _prefill(model, every, pad_id, device)
+            joinable = poll is not None and _plain_layers(run.cache) is not None
+            while True:
+                free = max_batch_size - len(run.rows)
+                joined = poll(free) if joinable and free > 0 else []
+                if joined:
+                    new_rows = rows_for(joined)
+                    every += new_rows
+                    _merge(run, _prefill(model, new_rows, pad_id, device))
+                    stats["joined_requests"] = stats.get("joined_requests", 0) + len(joined)
+                stats["largest_batch"] = max(stats.get("largest_batch", 0), len(run.rows))
+
+                p = run.params
+                logp = sampling_logprobs(run.logits, p["temperature"], p["top_p"])  # (b, V)
+                steps = torch.tensor([len(r.ids) for r in run.rows], device=device)  # (b,)
+                sampled = gumbel_sample(logp, p["seed"], steps)  # (b,)
+                picked = torch.where(p["greedy"], run.logits.argmax(dim=-1), sampled)  # (b,)
+                chosen = logp.gather(-1, picked[:, None]).squeeze(-1)  # (b,)
+                tokens, token_logprobs = picked.tolist(), chosen.tolist()  # one device sync per step
+                for j, row in enumerate(run.rows):
+                    row.ids.append(tokens[j])
+                    row.logprobs.append(token_logprobs[j])
+                    if tokens[j] in eos_ids or (row.req.sampling.stop and _hits_stop(tokenizer, row)):
+                        row.finish = "stop"
+                    elif len(row.ids) >= row.budget:
+                        row.finish = "length"
+                    if row.finish:  # count first, so a caller woken by its result sees the counters
+                        stats["requests"] = stats.get("requests", 0) + 1
+                        stats["generated_tokens"] = stats.get("generated_tokens", 0) + len(row.ids)
+                        row.req.future.set_result(_generation(row, version))
+
+                keep = [j for j, row in enumerate(run.rows) if row.finish is None]
+                if not keep:
+                    break
+                if len(keep) < len(run.rows):  # drop finished rows from the batch and the cache
+                    run.select(torch.tensor(keep, device=device))
+                    tokens = [tokens[j] for j in keep]
+                step = torch.tensor(tokens, device=device)[:, None]  # (b, 1)
+                run.mask = torch.cat([run.mask, torch.ones_like(run.mask[:, :1])], dim=1)  # (b, W + 1)
+                run.cache, run.logits = _forward(model, run.cache, input_ids=step, attention_mask=run.mask,
+                                                 position_ids=run.next_pos[:, None])
+                run.next_pos = run.next_pos + 1
+    except BaseException as exc:
+        for row in every:
+            if not row.req.future.done():
+                row.req.future.set_exception(exc)
+        raise
+    return [_generation(r, version) for r in every]
+
+
+def _generation(row: _Row, version: int) -> Generation:
+    return Generation(list(row.ids), list(row.logprobs), row.finish or "length", version, len(row.req.prompt_ids))
 
 
 def _hits_stop(tokenizer: Any, row: _Row) -> bool:

@@ -1,9 +1,12 @@
 """The embedded torch engine: transformers model, batched generation, GRPO training.
 
 A background worker thread owns generation: it takes every queued request (up
-to `max_batch_size`) into the next batch, so a request that arrives while a
-batch runs joins the one after. `train`, `save` and `load` hold the same lock,
-so weights never change under a running batch; requests queued meanwhile wait.
+to `max_batch_size`) into a batch; requests that arrive while it runs join it
+between decode steps (or, where the model's KV cache cannot be extended, the
+next batch), and each request's future resolves as soon as its row finishes.
+`train`, `save` and `load` take the same lock: once one of them waits, the
+running batch stops taking newcomers, finishes, and the weights change only
+between batches; requests queued meanwhile wait for the next one.
 
 Too-long inputs: a prompt of `max_model_len` tokens or more raises
 SequenceTooLongError at `submit`; a response stops at `max_model_len` with
@@ -75,8 +78,11 @@ class TorchEngine:
         self.optimizer = self._make_optimizer() if trainable else None
         self.ref_model = self._make_ref_model() if trainable else None
         self._rng = random.Random(config.seed)
-        self.stats = {"batches": 0, "requests": 0, "generated_tokens": 0, "largest_batch": 0}  # generation counters
-        self._lock = threading.Lock()
+        self.stats = {"batches": 0, "requests": 0, "generated_tokens": 0, "largest_batch": 0, "joined_requests": 0}
+        self._lock = threading.Lock()  # held by a running batch, train, save and load
+        self._count_lock = threading.Lock()
+        self._exclusive_waiting = 0
+        self._stopping = False
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._closed = False
         self._worker = threading.Thread(target=self._serve, name="vibe-rl-engine", daemon=True)
@@ -110,39 +116,59 @@ class TorchEngine:
     def _serve(self) -> None:
         if self.cpu_threads:
             require("torch").set_num_threads(self.cpu_threads)  # applies to this (the worker) thread
-        while True:
+        while not self._stopping:
             first = self._queue.get()
             if first is None:
                 return
-            batch, stop = [first], False
-            deadline = time.monotonic() + COALESCE_S
-            while len(batch) < self.config.max_batch_size:
-                try:
-                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
+            batch = [first] + self._take(self.config.max_batch_size - 1, wait_s=COALESCE_S)
             batch = [r for r in batch if r.future.set_running_or_notify_cancel()]
+            if not batch:
+                continue
             try:
                 with self._lock:
-                    results = generate_batch(
+                    generate_batch(
                         self.model, self.tokenizer, batch, eos_ids=self.eos_ids, pad_id=self.pad_id,
-                        max_model_len=self.max_model_len, version=self.version)
-                self.stats["batches"] += 1
-                self.stats["requests"] += len(batch)
-                self.stats["generated_tokens"] += sum(len(r.token_ids) for r in results)
-                self.stats["largest_batch"] = max(self.stats["largest_batch"], len(batch))
-                for req, res in zip(batch, results, strict=True):
-                    req.future.set_result(res)
-            except Exception as exc:  # hand the failure to every waiting caller, keep serving
-                for req in batch:
-                    if not req.future.done():
-                        req.future.set_exception(exc)
-            if stop:
-                return
+                        max_model_len=self.max_model_len, version=self.version,
+                        max_batch_size=self.config.max_batch_size, poll=self._poll, stats=self.stats)
+            except Exception:  # generate_batch handed the error to every waiting caller; keep serving
+                continue
+
+    def _take(self, n: int, wait_s: float = 0.0) -> list[Request]:
+        """Up to n queued requests, waiting at most wait_s for more to arrive; notes a close request."""
+        taken: list[Request] = []
+        deadline = time.monotonic() + wait_s
+        while len(taken) < n and not self._stopping:
+            try:
+                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic())) if wait_s else \
+                    self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                self._stopping = True
+                break
+            taken.append(item)
+        return taken
+
+    def _poll(self, free: int) -> list[Request]:
+        """Requests that join the running batch; none while train/save/load waits for the weights."""
+        if self._exclusive_waiting or self._stopping or self._queue.empty():
+            return []
+        return [r for r in self._take(free) if r.future.set_running_or_notify_cancel()]
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold the weights: the running batch stops taking new requests, finishes, then we go."""
+        with self._count_lock:
+            self._exclusive_waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._count_lock:
+                self._exclusive_waiting -= 1
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     # ---- training ---------------------------------------------------------------------------
 
@@ -169,7 +195,7 @@ class TorchEngine:
         from vibe_rl.rl.grpo import grpo_step
 
         self._require_trainable()
-        with self._lock, self._threads():
+        with self._exclusive(), self._threads():
             return grpo_step(self, samples)
 
     def sft(self, conversations: list[list[dict]]) -> dict[str, float]:
@@ -177,7 +203,7 @@ class TorchEngine:
         from vibe_rl.rl.sft import sft_step
 
         self._require_trainable()
-        with self._lock, self._threads():
+        with self._exclusive(), self._threads():
             return sft_step(self, conversations)
 
     @contextlib.contextmanager
@@ -208,13 +234,13 @@ class TorchEngine:
     def save(self, directory: str | Path) -> Path:
         from vibe_rl.engine.checkpoint import save_checkpoint
 
-        with self._lock:
+        with self._exclusive():
             return save_checkpoint(self, Path(directory))
 
     def load(self, directory: str | Path) -> None:
         from vibe_rl.engine.checkpoint import load_checkpoint
 
-        with self._lock:
+        with self._exclusive():
             load_checkpoint(self, Path(directory))
 
     def close(self) -> None:
@@ -222,6 +248,10 @@ class TorchEngine:
             self._closed = True
             self._queue.put(None)
             self._worker.join(timeout=60)
+            while not self._queue.empty():  # a request that slipped in while closing: fail it, never hang
+                item = self._queue.get_nowait()
+                if item is not None and item.future.set_running_or_notify_cancel():
+                    item.future.set_exception(EngineError("The engine was closed before this request ran."))
 
     def __enter__(self) -> TorchEngine:
         return self
