@@ -72,14 +72,15 @@ def parse_until(until: str) -> int:
     raise ConfigError(f"--until {until!r} is not understood: use 'first-step' or 'steps:N' (N >= 1)")
 
 
-def visible_gpus() -> int:
+def visible_gpus() -> list[str]:
+    """The GPU ids this process may use: CUDA_VISIBLE_DEVICES when set, else what nvidia-smi lists."""
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None:
-        return len([g for g in env.split(",") if g.strip() and g.strip() != "-1"])
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
     if not shutil.which("nvidia-smi"):
-        return 0
+        return []
     out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+    return [str(i) for i, _ in enumerate(x for x in out.stdout.splitlines() if x.startswith("GPU "))]
 
 
 def port_free(port: int) -> bool:
@@ -119,7 +120,8 @@ class Runner:
     # -- set-up ------------------------------------------------------------------------------
     def _plan_sessions(self, server_venv: Path, client_venv: Path) -> tuple[list[ServerView], SessionSpec]:
         servers = self.spec.servers_for(self.mode.name)
-        have = visible_gpus()
+        ids = visible_gpus()
+        have = len(ids)
         cpu = self.opts.device == "cpu" or (self.opts.device == "auto" and have == 0)
         split = self.spec.gpu_split(self.mode.name)
         need = sum(len(v) for v in split.values())
@@ -129,7 +131,7 @@ class Runner:
             self.report.notes.append(f"the spec asks for {need} GPUs but {have} are visible: {each} per server")
         if cpu:
             self.report.notes.append(
-                "no GPU visible: servers run the tiny offline model on CPU with small settings ("
+                "CPU run (no GPU visible or --device cpu): servers use the tiny offline model with small settings ("
                 + ", ".join(CPU_OVERRIDES) + f", client max_tokens {CPU_MAX_TOKENS}); "
                 "on a GPU machine they use the spec's model and GPUs")
         views, client_env = [], {"PYTHONUNBUFFERED": "1"}
@@ -139,7 +141,8 @@ class Runner:
             sets = (CPU_OVERRIDES if cpu else []) + self._static_overrides(s) + list(self.opts.overrides)
             cmd += " --model tiny" if cpu else ""
             cmd += "".join(f" --set {shlex.quote(o)}" for o in sets)
-            env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(map(str, split[s.name])),
+            gpus = [ids[i] if i < have else str(i) for i in split[s.name]]
+            env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(gpus),
                    "PYTHONUNBUFFERED": "1"}
             sess = SessionSpec(self.spec.tmux_session(s.name), cmd, self.dir, self.dir / "logs", env,
                                str(server_venv / "bin"))

@@ -1,0 +1,50 @@
+"""How `vibe-rl run` lays out sessions: names, GPU split, CPU settings (no processes started)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vibe_rl.autopilot.runner import Runner, RunOptions, parse_until
+from vibe_rl.errors import ConfigError
+
+
+def _plan(project, mode, monkeypatch, gpus):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", gpus)
+    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
+    runner = Runner(RunOptions(project_dir=project, mode=mode))
+    servers, client = runner._plan_sessions(project / ".venv-server", project / ".venv-client")
+    return runner, servers, client
+
+
+def test_adversarial_mode_splits_eight_gpus_four_and_four(base_project, monkeypatch):
+    runner, servers, client = _plan(base_project, "agent_roll_adv", monkeypatch, "0,1,2,3,4,5,6,7")
+    assert [s.session.name for s in servers] == ["spy-swarm-server", "spy-swarm-server-2"]
+    assert client.name == "spy-swarm-client" and client.command == "python agent_roll_adv.py"
+    assert [s.session.env["CUDA_VISIBLE_DEVICES"] for s in servers] == ["0,1,2,3", "4,5,6,7"]
+    assert all("--model tiny" not in s.session.command for s in servers)
+    assert client.env["VIBE_RL_SWARM_URL"] == servers[0].url and client.env["VIBE_RL_SWARM_URL_2"] == servers[1].url
+    assert "VIBE_RL_SET" not in client.env
+
+
+def test_visible_ids_are_kept_and_a_short_machine_is_shared(base_project, monkeypatch):
+    _, servers, _ = _plan(base_project, "agent_roll", monkeypatch, "4,5,6,7")
+    assert servers[0].session.env["CUDA_VISIBLE_DEVICES"] == "4,5,6,7"
+    runner, servers, _ = _plan(base_project, "agent_roll_adv", monkeypatch, "2,3")
+    assert [s.session.env["CUDA_VISIBLE_DEVICES"] for s in servers] == ["2", "3"]
+    assert any("8 GPUs but 2 are visible" in n for n in runner.report.notes)
+
+
+def test_cpu_machine_uses_the_tiny_model_with_a_note(base_project, monkeypatch):
+    runner, servers, client = _plan(base_project, None, monkeypatch, "")
+    cmd = servers[0].session.command
+    assert "--model tiny" in cmd and "--set train.batch_size=2" in cmd and servers[0].session.env["CUDA_VISIBLE_DEVICES"] == ""
+    assert "train.grpo_n=2" in client.env["VIBE_RL_SET"]  # the client loop uses the same small job
+    assert any("tiny offline model" in n for n in runner.report.notes)
+    # the keyless static opponent is served locally, and said so
+    assert "static_models=" in cmd and any("DASHSCOPE_API_KEY is not set" in n for n in runner.report.notes)
+
+
+def test_until():
+    assert parse_until("first-step") == 1 and parse_until("steps:5") == 5
+    with pytest.raises(ConfigError):
+        parse_until("steps:0")
