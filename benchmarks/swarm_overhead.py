@@ -8,7 +8,10 @@ begin_episode, one chat completion with max_tokens 1, end_episode.
 "Added" time per chat call = the server's own wall time for the request (from
 the request's arrival to its response headers, `x-vibe-server-ms`) minus the
 time the request spent inside the engine (`x-vibe-engine-ms`, from submit to
-the engine finishing it, batching wait included). Prints ONE JSON object.
+the engine finishing it, batching wait included). At 32 clients the added time is mostly
+queueing: the calls of one engine batch finish together and are answered one after another
+on the event loop; `serial_added_ms_p50` (one client) shows the per-call cost alone.
+Prints ONE JSON object.
 """
 
 from __future__ import annotations
@@ -135,6 +138,7 @@ def main() -> None:
         with SwarmClient(url) as client:
             client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
         res = asyncio.run(drive("127.0.0.1", port, args.concurrency, args.seconds, args.warmup))
+        res["serial"] = asyncio.run(drive("127.0.0.1", port, 1, min(3.0, args.seconds), 0.5))
     finally:
         server.terminate()
         try:
@@ -155,6 +159,8 @@ def report(res: dict, args: argparse.Namespace) -> None:
         "added_ms_p50": pct(res["added"], 0.50),
         "added_ms_p99": pct(res["added"], 0.99),
         "engine_ms_p50": pct(res["engine"], 0.50),
+        # one client at a time: the server's own cost per call without queueing behind other calls
+        "serial_added_ms_p50": pct(res["serial"]["added"], 0.50) if "serial" in res else None,
         "cpu_count": os.cpu_count(),
         "goals": {"episode_cycles_per_s": ">= 200", "added_ms_p50": "< 2"},
     }))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sys
 import time
 from typing import Any
 
@@ -131,9 +130,6 @@ def build_app(config: ServerConfig) -> Any:
 def serve(config: ServerConfig) -> None:
     """Run the server in this process (blocking) until interrupted."""
     uvicorn = require("uvicorn", "the swarm server")
-    # The engine thread runs many tiny torch ops that each release and re-take the GIL; with the
-    # default 5 ms switch interval a busy event loop makes it wait ~5 ms per op (a GIL convoy).
-    sys.setswitchinterval(config.switch_interval)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(build_app(config), host=config.host, port=config.port, log_level="warning",
-                access_log=False, timeout_graceful_shutdown=5)
+                access_log=False, proxy_headers=False, timeout_graceful_shutdown=5)

@@ -26,8 +26,6 @@ class ServerConfig(BaseModel):
     sync_wait_timeout: float = Field(default=600.0, ge=0,
                                      description="How long a chat call waits for a weight update before 429 + Retry-After")
     reaper_interval: float = Field(default=0.5, gt=0, description="Seconds between idle-episode sweeps")
-    switch_interval: float = Field(default=0.0005, gt=0,
-                                   description="sys.setswitchinterval for the server process (GIL hand-over latency)")
     trace_buffer: int = Field(default=5000, ge=1, description="Recent LLM calls kept for /control/traces")
 
     def effective_job(self, job: TrainJob) -> tuple[TrainJob, list[str]]:
