@@ -88,8 +88,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         family=manifest.name, name=manifest.name, short_name=manifest.short_name,
         title="Multi-model academic translation: non-shared-parameter GRPO",
         description=("Three agents translate English academic paragraphs into Chinese (draft, proper-noun "
-                     "review, final); " + "; ".join(f"{t.model} ({servers[i].model_path}) trains "
-                                                    f"{', '.join(t.roles)}" for i, t in enumerate(teams))
+                     "review, final); " + "; ".join(f"{t.model} ({servers[i].model_path}) trains the "
+                                                    f"{' and '.join(t.roles)}" for i, t in enumerate(teams))
                      + ". Each server is rewarded by its own grader."),
         gpus=facts.total_gpus or sum(s.gpus for s in servers), game=manifest.resolve_parameters({}),
         teams=teams, servers=servers, training=training,
