@@ -136,7 +136,14 @@ def test_server_still_serves_after_all_that(shared_server, client):
                                         max_tokens=3, logprobs=True, n=2, seed=7)
     assert len(reply.choices) == 2 and reply.usage.completion_tokens <= 6
     assert all(len(c.logprobs.content) >= 1 for c in reply.choices)
+    # rollout.max_tokens (12 here) is the default and the upper bound of a call's max_tokens.
+    long = llm.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "go"}],
+                                       max_tokens=1000, temperature=1.0, stop=["never-seen"])
+    assert long.usage.completion_tokens <= 12
+    short = llm.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "go"}],
+                                        max_completion_tokens=2, top_p=0.9)
+    assert short.usage.completion_tokens <= 2
     models = [m.id for m in llm.models.list()]
     assert models == [api.model]
-    assert client.end_episode(Task(task_id="t2"), episode_uuid, WorkflowOutput(reward=0.0))["trainable_turns"] == 2
+    assert client.end_episode(Task(task_id="t2"), episode_uuid, WorkflowOutput(reward=0.0))["trainable_turns"] == 4
     assert client.get_engine_status()["errors"] == []

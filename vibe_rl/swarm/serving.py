@@ -151,6 +151,9 @@ class SwarmServing:
         self._maybe_update()
 
     async def stop(self) -> dict[str, Any]:
+        if self.state == BOOTING:
+            raise ApiError(409, "The engine is still BOOTING; stop it once it is ROLLING.", code="engine_booting",
+                           retry_after=2.0)
         if self._update_task is not None:
             await asyncio.shield(self._update_task)
         running = len(self.episodes)
@@ -274,6 +277,9 @@ class SwarmServing:
             self._lookup(req.episode_uuid)  # raises 410 / 404
         if self.store is None:
             raise self._not_ready("end_episode")
+        if ep.inflight:
+            raise ApiError(409, f"Episode {ep.uuid} still has {ep.inflight} LLM call(s) in flight; end it after "
+                                "they return, so no turn is lost.", code="episode_busy", param="episode_uuid")
         done = CompletedEpisode(ep.uuid, req.task.task_id, req.output.reward, ep.turns, time.time())
         self.store.save_episode(done, req.task.model_dump(mode="json"), req.output.metadata)
         self._forget(ep, "it already ended")
