@@ -150,7 +150,7 @@ def commit_fix(project_dir: Path, files: list[Path], fix: Fix, diagnosis: Diagno
 
 # ---- the prompt ----------------------------------------------------------------------------------
 def build_prompt(project_dir: Path, diagnosis: Diagnosis, spec_json: str = "", history: list[str] | None = None,
-                 focus: list[str] | None = None) -> str:
+                 focus: list[str] | None = None, checks: list[str] | None = None) -> str:
     """The failure, the files it names (plus `focus` files), the TaskSpec, and earlier attempts."""
     project_dir = Path(project_dir).resolve()
     names: list[str] = []
@@ -177,6 +177,8 @@ def build_prompt(project_dir: Path, diagnosis: Diagnosis, spec_json: str = "", h
         parts.append(f"# {name}\n```\n{body}\n```")
     if spec_json:
         parts.append(f"# TaskSpec (task_spec.json)\n```json\n{spec_json[:MAX_FILE_CHARS]}\n```")
+    if checks:
+        parts.append("# Static checks (vibe-rl doctor)\n" + "\n".join(checks))
     if history:
         parts.append("# Earlier attempts (they did not fix it)\n" + "\n".join(f"- {h}" for h in history))
     parts.append("Answer with WHY: and search/replace blocks only.")

@@ -116,6 +116,7 @@ class Runner:
         self.counts: Counter[str] = Counter()
         self.history: list[str] = []
         self.llm_calls = 0
+        self.checks: list[str] = []  # doctor findings, passed to the fix LLM
 
     # -- set-up ------------------------------------------------------------------------------
     def _plan_sessions(self, server_venv: Path, client_venv: Path) -> tuple[list[ServerView], SessionSpec]:
@@ -176,6 +177,7 @@ class Runner:
         rep = self.report
         try:
             ensure_git(self.dir)
+            self._preflight()
             venvs = {k: ensure_venv(self.dir, k, log=self.out) for k in ("server", "client")}
             rep.venv_seconds = {k: round(v.seconds, 2) for k, v in venvs.items()}
             rep.venv_created = {k: v.created for k, v in venvs.items()}
@@ -199,6 +201,19 @@ class Runner:
                 rep.notes.append("sessions stopped (--stop)")
             rep.save(self.dir)
         return rep
+
+    def _preflight(self) -> None:
+        """`vibe-rl doctor`'s static findings, shown up front; the run still decides."""
+        try:
+            from vibe_rl.scaffold.doctor import diagnose
+            findings = [f for f in diagnose(self.dir) if f.level == "error"]
+        except Exception as exc:  # the doctor is advice; never let it block a run
+            self.out(f"[vibe-rl] doctor could not check the project: {exc}")
+            return
+        self.checks = [str(f) for f in findings]
+        for f in findings:
+            self.out(f"[vibe-rl] doctor: {f}")
+            self.report.notes.append(f"doctor: {f.file}:{f.line}: {f.message}")
 
     def _start_servers(self, servers: list[ServerView]) -> Diagnosis | None:
         for s in servers:
@@ -304,7 +319,7 @@ class Runner:
                  "nan_loss": [s.config for s in self.spec.servers_for(self.mode.name)],
                  "oom": [s.config for s in self.spec.servers_for(self.mode.name)]}.get(diag.kind, [self.mode.script])
         spec_json = (self.dir / "task_spec.json").read_text(encoding="utf-8")
-        prompt = build_prompt(self.dir, diag, spec_json, self.history, focus)
+        prompt = build_prompt(self.dir, diag, spec_json, self.history, focus, self.checks)
         self.out(f"[vibe-rl] asking {self.llm.describe()} for a fix (attempt {self.llm_calls}/{self.opts.max_fixes})")
         try:
             answer = self.llm.complete(SYSTEM, prompt)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,8 @@ class TmuxSessions:
     def __init__(self, socket_name: str | None = None):
         self.socket_name = socket_name or os.environ.get("VIBE_RL_TMUX_SOCKET") or None
         libtmux = require("libtmux", "the tmux sessions of `vibe-rl run`")
+        if not shutil.which("tmux"):
+            raise SessionError("tmux is not installed: install it (e.g. apt-get install tmux), then rerun")
         self._server = libtmux.Server(socket_name=self.socket_name)
 
     # -- lifecycle ---------------------------------------------------------------------------
