@@ -15,7 +15,8 @@ Episode lifecycle (documented contract):
   the update's duration does not count as idle time.
 - `end` writes the episode to SQLite before it returns. A repeated `end` with
   the same task_id and reward is idempotent (200, `"already_ended": true`), so a
-  retried request is safe; a repeated end with a different task or reward is 409.
+  retried request is safe; a repeated end with a different task or reward is 409, and
+  an end while one of the episode's LLM calls is still running is 409 (no turn is lost).
 - Episodes idle longer than their discard timeout are discarded and counted;
   later calls on them get 410 with the reason. Unknown ids/keys get 404/401.
 """
@@ -413,6 +414,9 @@ class SwarmServing:
             self.store.mark(uuids, "trained", self.global_step)
             metrics["update_s"] = round(time.monotonic() - started, 3)
             self.store.record_update(self.global_step, metrics)
+            if self.job.train.total_steps and self.global_step >= self.job.train.total_steps:
+                self.notes.append(f"reached train.total_steps={self.job.train.total_steps}: no more weight updates; "
+                                  "completed episodes are still stored")
             self.last_update = {"step": self.global_step, **metrics}
             log.info("weight update %d: %s", self.global_step, metrics)
         finally:
