@@ -57,6 +57,20 @@ def test_empty_task_ids_are_diagnosed_as_such(project, base_env):
     assert _sessions_gone(base_env, rep)
 
 
+def test_one_task_id_for_every_game_is_seen_in_the_pool(project, base_env):
+    data = project / "mock_game_dataset.json"
+    games = json.loads(data.read_text())
+    for game in games:
+        game["seed"] = 7  # non-empty, but the same for every game: the pool never holds batch_size tasks
+    data.write_text(json.dumps(games))
+    res = run_cli(["run", str(project), "--until", "first-step", "--timeout", "400", "--stop"], base_env)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    rep = report_of(project)
+    assert "[repeated_task_id]" in rep["final_diagnosis"], out[-3000:]
+    assert "task_id='7'" in rep["final_diagnosis"]  # the pool's task table is the evidence
+
+
 def test_spy_wired_to_the_civilians_server_fails_the_trace_audit(project, base_env):
     run = project / "agent_run.py"
     text = run.read_text()

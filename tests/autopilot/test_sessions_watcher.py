@@ -88,3 +88,19 @@ def test_client_that_died_without_traceback(tmux, tmp_path):
     d = w.log_failure(client, "client")
     assert d.kind == "client_died" and "status 7" in d.summary and "bye" in d.excerpt
     tmux.stop(client.name)
+
+
+def test_cli_stop_ends_the_projects_sessions_and_nothing_else(base_project, base_env, tmux_socket):
+    from .conftest import run_cli
+
+    names = ["spy-swarm-server", "spy-swarm-server-2", "spy-swarm-client", "spy-swarm-server-3x", "other"]
+    for name in names:
+        subprocess.run(["tmux", "-L", tmux_socket, "new-session", "-d", "-s", name, "sleep 60"], check=True)
+    res = run_cli(["run", str(base_project), "--stop"], base_env, timeout=60)
+    assert res.returncode == 0, res.stderr
+    alive = [n for n in names if subprocess.run(["tmux", "-L", tmux_socket, "has-session", "-t", f"={n}"],
+                                                capture_output=True).returncode == 0]
+    assert alive == ["spy-swarm-server-3x", "other"]
+    assert "spy-swarm-server, spy-swarm-server-2, spy-swarm-client" in res.stdout
+    for n in alive:
+        subprocess.run(["tmux", "-L", tmux_socket, "kill-session", "-t", f"={n}"])
