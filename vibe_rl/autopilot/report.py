@@ -56,8 +56,9 @@ class RunReport:
             lines.append(f"  reward so far: {reward} (latest update; {self.episodes} episodes completed)")
         else:
             lines.append(f"[vibe-rl] run {self.outcome}: training did not reach global step {self.target_step}")
-            if self.final_diagnosis:
-                lines.append(self.final_diagnosis)
+            if self.final_diagnosis:  # shown in full above; here without the evidence block
+                lines += [x for x in self.final_diagnosis.splitlines() if not x.startswith("    ")
+                          and x.strip() != "evidence:"]
         if self.audit:
             lines.append("  " + self.audit.replace("\n", "\n  "))
         for i, a in enumerate(self.attempts, 1):

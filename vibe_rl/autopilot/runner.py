@@ -187,7 +187,8 @@ class Runner:
             rep.attach = [self.tmux.attach_hint(n) for n in rep.sessions]
             rep.overwatch = [f"vibe-rl swarm overwatch --url {s.url}" for s in servers]
             for note in rep.notes:
-                self.out(f"[vibe-rl] note: {note}")
+                if not note.startswith("doctor:"):  # those were printed in full already
+                    self.out(f"[vibe-rl] note: {note}")
             self.watcher = Watcher(self.tmux, servers, client, self.dir, expected_from_spec(self.spec, self.mode.name))
             self._loop(t0, servers, client)
         except KeyboardInterrupt:
