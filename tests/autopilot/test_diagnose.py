@@ -126,3 +126,12 @@ def test_transient_episode_failures_need_repeats():
     assert diagnose_text(one) is None
     assert diagnose_text(one * 3).kind == "episode_failures"
     assert diagnose_text("item failed (NameError: x); retry 1/2\n") is None  # still retrying
+
+
+def test_skipped_non_finite_step_is_nan_loss():
+    s = _status([], 0, 0)
+    s["last_update"] = {"step": 1.0, "loss": 0.0, "nan_skipped": 1.0, "nan_skipped_total": 1.0}
+    d = diagnose_status(s)
+    assert d.kind == "nan_loss" and "skipped: 1" in d.summary
+    s["last_update"] = {"step": 1.0, "loss": 0.5, "nan_skipped": 0.0, "nan_skipped_total": 0.0}
+    assert diagnose_status(s) is None

@@ -243,14 +243,24 @@ def diagnose_status(status: dict[str, Any], source: str = "") -> Diagnosis | Non
     if episodes >= 3 * grpo_n and biggest >= 3 * grpo_n and n_tasks <= 1:
         return Diagnosis("repeated_task_id", f"{episodes} episodes but only {max(n_tasks, 1)} task "
                          f"(grpo_n={grpo_n}): every episode reuses one task_id", source, excerpt=excerpt)
-    last = status.get("last_update") or {}
-    loss = last.get("loss")
-    if isinstance(loss, (int, float)) and not math.isfinite(loss):
-        return Diagnosis("nan_loss", f"step {last.get('step')} had loss {loss}", source, excerpt=str(last))
+    nan = nan_update(status, source)
+    if nan is not None:
+        return nan
     for err in status.get("errors") or []:
         d = diagnose_text(str(err), source)
         if d is not None and d.kind != "traceback":
             return d
+    return None
+
+
+def nan_update(status: dict[str, Any], source: str = "") -> Diagnosis | None:
+    """A weight update whose loss was NaN/inf (or that the trainer skipped as non-finite)."""
+    last = status.get("last_update") or {}
+    loss = last.get("loss")
+    skipped = last.get("nan_skipped_total") or last.get("nan_skipped") or 0
+    if (isinstance(loss, (int, float)) and not math.isfinite(loss)) or skipped:
+        return Diagnosis("nan_loss", f"step {last.get('step')}: loss {loss}, non-finite steps skipped: {skipped}",
+                         source, excerpt=str(last))
     return None
 
 

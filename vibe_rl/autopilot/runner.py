@@ -45,6 +45,7 @@ CPU_OVERRIDES = ["train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=16"
 CPU_MAX_TOKENS = "16"
 NOT_FIXABLE = {"port_in_use", "timeout", "server_not_ready"}
 POOL_KINDS = {"empty_task_id", "repeated_task_id"}
+SERVER_KINDS = POOL_KINDS | {"server_died", "nan_loss", "oom"}  # a fix for these restarts the servers too
 
 
 @dataclass
@@ -284,7 +285,7 @@ class Runner:
                 rep.final_diagnosis = diag.render()
                 return
             # restart what the fix touches: the client always, the servers for server/pool failures
-            if diag.source in {s.session.name for s in servers} or diag.kind in POOL_KINDS | {"server_died"}:
+            if diag.source in {s.session.name for s in servers} or diag.kind in SERVER_KINDS:
                 diag = self._start_servers(servers)
                 if diag is not None:
                     continue

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from vibe_rl.autopilot.audit import AuditResult, Expected, audit_traces
-from vibe_rl.autopilot.diagnose import Diagnosis, diagnose_status, diagnose_text, exit_code
+from vibe_rl.autopilot.diagnose import Diagnosis, diagnose_status, diagnose_text, exit_code, nan_update
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 
 
@@ -115,6 +115,11 @@ class Watcher:
             st = self.status(s)
             if st is not None:
                 snap.statuses[s.name] = st
+        sessions = {s.name: s.session.name for s in self.servers}
+        for name, st in snap.statuses.items():  # a NaN step is not a success
+            snap.diagnosis = nan_update(st, sessions[name])
+            if snap.diagnosis:
+                return snap
         if len(snap.statuses) == len(self.servers) and snap.min_step() >= target_step:
             snap.reached = True
             return snap
@@ -126,7 +131,7 @@ class Watcher:
         if snap.diagnosis:
             return snap
         for name, st in snap.statuses.items():
-            snap.diagnosis = diagnose_status(st, name)
+            snap.diagnosis = diagnose_status(st, sessions[name])
             if snap.diagnosis:
                 return snap
         return snap
