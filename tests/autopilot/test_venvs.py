@@ -41,3 +41,20 @@ def test_changed_plan_rebuilds(base_project, tmp_path):
     marker.write_text(json.dumps(data))
     again = ensure_venv(proj, "client")
     assert again.created and json.loads(marker.read_text())["hash"] != "stale"
+
+
+def test_torch_comes_from_a_local_wheel_never_an_index_on_cpu(tmp_path, monkeypatch):
+    import shutil as sh
+
+    import pytest
+
+    from vibe_rl.autopilot import venvs
+
+    monkeypatch.setattr(venvs, "WHEEL_DIRS", [tmp_path])
+    wheel = tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    wheel.write_bytes(b"")
+    assert venvs._torch_requirement("2.13.0") == str(wheel)
+    wheel.unlink()
+    if sh.which("nvidia-smi") is None:
+        with pytest.raises(venvs.VenvError, match="CUDA build"):
+            venvs._torch_requirement("2.13.0")

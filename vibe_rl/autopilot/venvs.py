@@ -144,9 +144,23 @@ def _build(path: Path, kind: str, plan: dict) -> None:
         _run(install + ["--no-deps", "-e", root], env)
         _run(install + plan["light"], env)
         return
-    links = [a for d in WHEEL_DIRS if d.is_dir() for a in ("--find-links", str(d))]
-    _run(install + links + [f"torch=={plan['torch']}"], env)  # pinned first: never a CUDA build by accident
-    _run(install + links + ["-e", f"{root}[train,server]", f"torch=={plan['torch']}"], env)
+    _run(install + [_torch_requirement(plan["torch"])], env)  # first, pinned: never a CUDA build by accident
+    _run(install + ["-e", f"{root}[train,server]"], env)  # torch is already satisfied
+
+
+def _torch_requirement(version: str) -> str:
+    """The machine's local torch wheel when there is one; else the pinned version (GPU machines only)."""
+    for d in WHEEL_DIRS:
+        wheels = sorted(d.glob(f"torch-{version}*.whl")) if d.is_dir() else []
+        if wheels:
+            return str(wheels[0])
+    if not shutil.which("nvidia-smi"):
+        raise VenvError(f"No torch for the server venv: this interpreter has none, no local wheel "
+                        f"torch-{version}*.whl is in {', '.join(map(str, WHEEL_DIRS))}, and an index would "
+                        "serve a multi-GB CUDA build to this CPU machine. Install the CPU build into the "
+                        "interpreter that runs vibe-rl (pip install torch --index-url "
+                        "https://download.pytorch.org/whl/cpu), then rerun.")
+    return f"torch=={version}"
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> None:
