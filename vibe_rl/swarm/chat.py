@@ -46,17 +46,56 @@ def to_template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def render_prompt(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                  tool_choice: Any = None) -> list[int]:
-    """Prompt token ids of `messages` (+ tools) ending in the assistant generation prompt."""
-    if tool_choice == "none":
-        tools = None
-    text = tokenizer.apply_chat_template(to_template_messages(messages), tools=tools or None,
-                                         add_generation_prompt=True, tokenize=False)
+def _encode(tokenizer: Any, text: str) -> list[int]:
     backend = getattr(tokenizer, "backend_tokenizer", None)  # the Rust tokenizer: same ids, half the overhead
     if backend is not None:
         return backend.encode(text, add_special_tokens=False).ids
     return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def render_text(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                tool_choice: Any = None) -> str:
+    """The prompt text of `messages` (+ tools) ending in the assistant generation prompt."""
+    if tool_choice == "none":
+        tools = None
+    return tokenizer.apply_chat_template(to_template_messages(messages), tools=tools or None,
+                                         add_generation_prompt=True, tokenize=False)
+
+
+def render_prompt(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                  tool_choice: Any = None) -> list[int]:
+    """Prompt token ids of `messages` (+ tools), tokenised from scratch."""
+    return _encode(tokenizer, render_text(tokenizer, messages, tools, tool_choice))
+
+
+class PrefixCache:
+    """An episode's earlier turns as (text, ids): prompt ids plus the engine's own response ids.
+
+    A later prompt whose text continues one of them (the usual multi-turn case: the
+    conversation so far, the model's answer, then new messages) reuses those exact ids
+    and tokenises only the new text. So the training sequence holds the tokens the model
+    really sampled, never a re-tokenisation of its answer, and consecutive turns merge
+    into one sample. A prompt that continues none of them is tokenised from scratch.
+    """
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self.items: list[tuple[str, list[int]]] = []
+
+    def add(self, text: str, ids: list[int]) -> None:
+        self.items.append((text, ids))
+        if len(self.items) > self.size:
+            del self.items[0]
+
+    def encode(self, tokenizer: Any, text: str) -> list[int]:
+        best: tuple[str, list[int]] | None = None
+        for prefix_text, prefix_ids in self.items:
+            if (best is None or len(prefix_text) > len(best[0])) and text.startswith(prefix_text):
+                best = (prefix_text, prefix_ids)
+        if best is None:
+            return _encode(tokenizer, text)
+        rest = text[len(best[0]):]
+        return best[1] + (_encode(tokenizer, rest) if rest else [])
 
 
 def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vibe_rl.schema import RolloutConfig
-from vibe_rl.swarm.chat import parse_tool_calls, render_prompt, trim_stop
+from vibe_rl.swarm.chat import PrefixCache, parse_tool_calls, render_text, trim_stop
 from vibe_rl.swarm.pool import TurnRecord
 from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
 
@@ -39,9 +39,11 @@ def sampling_for(req: ChatCompletionRequest, rollout: RolloutConfig, room: int):
 
 
 async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutConfig, model_name: str,
-                      timing: dict[str, Any], static: bool = False, enter=None, exit_=None) -> ChatResult:
+                      timing: dict[str, Any], static: bool = False, enter=None, exit_=None,
+                      prefixes: PrefixCache | None = None) -> ChatResult:
     messages = [m.model_dump(exclude_none=True) for m in req.messages]
-    prompt_ids = render_prompt(engine.tokenizer, messages, req.tools, req.tool_choice)
+    prompt_text = render_text(engine.tokenizer, messages, req.tools, req.tool_choice)
+    prompt_ids = (prefixes or PrefixCache(0)).encode(engine.tokenizer, prompt_text)
     room = engine.max_model_len - len(prompt_ids)
     if room < 1:
         raise ApiError(400, f"This model's maximum context length is {engine.max_model_len} tokens, but the "
@@ -75,6 +77,9 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
     completion_tokens = 0
     for i, gen in enumerate(gens):
         text = engine.tokenizer.decode(gen.token_ids, skip_special_tokens=True)
+        if prefixes is not None:
+            prefixes.add(prompt_text + engine.tokenizer.decode(gen.token_ids, skip_special_tokens=False),
+                         prompt_ids + list(gen.token_ids))
         if stop:
             text = trim_stop(text, stop)
         content, calls = parse_tool_calls(text) if tools_on else (text, [])
@@ -103,9 +108,10 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
     return ChatResult(body, turns)
 
 
-async def run(serving: Any, req: ChatCompletionRequest, timing: dict[str, Any]) -> ChatResult:
+async def run(serving: Any, req: ChatCompletionRequest, timing: dict[str, Any],
+              prefixes: PrefixCache | None = None) -> ChatResult:
     return await generate_on(serving.engine, req, serving.job.rollout, serving.model_name, timing,
-                             enter=serving.engine_enter, exit_=serving.engine_exit)
+                             enter=serving.engine_enter, exit_=serving.engine_exit, prefixes=prefixes)
 
 
 def _sse(obj: Any) -> bytes:

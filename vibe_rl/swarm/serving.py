@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.schema import TrainJob
+from vibe_rl.swarm.chat import PrefixCache
 from vibe_rl.swarm.config import ServerConfig
 from vibe_rl.swarm.pool import CompletedEpisode, Pool, TurnRecord
 from vibe_rl.swarm.protocol import ApiError, BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest
@@ -53,6 +54,7 @@ class Episode:
     turns: list[TurnRecord] = field(default_factory=list)
     llm_calls: int = 0
     inflight: int = 0
+    prefixes: PrefixCache = field(default_factory=PrefixCache)  # token ids of earlier turns, reused
 
 
 class Tombstones:
@@ -359,7 +361,7 @@ class SwarmServing:
                 result = await self.static.complete(static, req, timing)
             else:
                 await self.wait_rolling()
-                result = await generate.run(self, req, timing)
+                result = await generate.run(self, req, timing, ep.prefixes)
         finally:
             ep.inflight -= 1
             ep.last_activity = time.monotonic()
