@@ -22,6 +22,7 @@ from typing import Any
 from vibe_rl.engine.base import Generation, SamplingParams
 from vibe_rl.engine.sampler import gumbel_sample
 from vibe_rl.extras import require
+from vibe_rl.rl.batch import stable_attention
 from vibe_rl.rl.logprobs import sampling_logprobs
 
 
@@ -156,7 +157,7 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
     every = rows_for(requests)
     stats["batches"] = stats.get("batches", 0) + 1
     try:
-        with torch.inference_mode():
+        with torch.inference_mode(), stable_attention():
             run = _prefill(model, every, pad_id, device)
             joinable = poll is not None and _plain_layers(run.cache) is not None
             while True:
