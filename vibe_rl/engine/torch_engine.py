@@ -18,6 +18,7 @@ the metrics as `truncated_samples` / `truncated_loss_tokens`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import random
 import threading
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from vibe_rl.rl.samples import Sample
     from vibe_rl.schema import EngineConfig, TrainConfig
 
+log = logging.getLogger(__name__)
 COALESCE_S = 0.005  # after the first request arrives, wait this long for others to join its batch
 
 
@@ -131,7 +133,7 @@ class TorchEngine:
                         max_model_len=self.max_model_len, version=self.version,
                         max_batch_size=self.config.max_batch_size, poll=self._poll, stats=self.stats)
             except Exception:  # generate_batch handed the error to every waiting caller; keep serving
-                continue
+                log.exception("generation batch of %d request(s) failed", len(batch))
 
     def _take(self, n: int, wait_s: float = 0.0) -> list[Request]:
         """Up to n queued requests, waiting at most wait_s for more to arrive; notes a close request."""
