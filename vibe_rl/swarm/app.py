@@ -4,9 +4,8 @@ Every HTTP error (validation, malformed JSON, unknown route, method, server
 error) leaves in OpenAI's `{"error": {"message", "type", "param", "code"}}`
 envelope, so the official SDKs raise the matching exception class.
 
-Chat responses carry `x-vibe-engine-ms` (time inside the engine) and
-`x-vibe-server-ms` (time from the request's arrival to the response headers), so
-the server's own overhead is `server - engine` (see benchmarks/swarm_overhead.py).
+The hot episode endpoints are answered by `vibe_rl.swarm.hotpath.HotPath`, a pure
+ASGI front; `build_app` returns it wrapped around the FastAPI app.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from typing import Any
 
 from vibe_rl.extras import require
@@ -22,29 +20,6 @@ from vibe_rl.swarm.config import ServerConfig
 from vibe_rl.swarm.protocol import ApiError
 
 log = logging.getLogger("vibe_rl.swarm")
-
-
-class TimingMiddleware:
-    """Pure ASGI (cheap): adds the timing headers when a handler recorded engine time."""
-
-    def __init__(self, app: Any):
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        t0 = time.perf_counter()
-        state = scope.setdefault("state", {})
-
-        async def send_timed(message: dict) -> None:
-            if message["type"] == "http.response.start" and "engine_s" in state:
-                total = time.perf_counter() - t0
-                message = {**message, "headers": [*message.get("headers", []),
-                                                   (b"x-vibe-engine-ms", f"{state['engine_s'] * 1000:.3f}".encode()),
-                                                   (b"x-vibe-server-ms", f"{total * 1000:.3f}".encode())]}
-            await send(message)
-
-        await self.app(scope, receive, send_timed)
 
 
 def validation_error(errors: list[dict[str, Any]]) -> ApiError:
@@ -73,6 +48,7 @@ def build_app(config: ServerConfig) -> Any:
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
     from vibe_rl.swarm import routers
+    from vibe_rl.swarm.hotpath import HotPath
     from vibe_rl.swarm.serving import SwarmServing
 
     @contextlib.asynccontextmanager
@@ -121,10 +97,7 @@ def build_app(config: ServerConfig) -> Any:
 
     for router in (routers.control, routers.openai, routers.misc):
         app.include_router(router)
-    for path, endpoint in routers.HOT_ROUTES:
-        app.router.add_route(path, endpoint, methods=["POST"])
-    app.add_middleware(TimingMiddleware)
-    return app
+    return HotPath(app)
 
 
 def serve(config: ServerConfig) -> None:

@@ -80,22 +80,24 @@ class PrefixCache:
 
     def __init__(self, size: int = 64):
         self.size = size
-        self.items: list[tuple[str, list[int]]] = []
+        self.items: list[list[Any]] = []  # [prompt_text, response_ids, ids, text or None (decoded lazily)]
 
-    def add(self, text: str, ids: list[int]) -> None:
-        self.items.append((text, ids))
+    def add(self, prompt_text: str, response_ids: list[int], ids: list[int]) -> None:
+        self.items.append([prompt_text, response_ids, ids, None])
         if len(self.items) > self.size:
             del self.items[0]
 
     def encode(self, tokenizer: Any, text: str) -> list[int]:
-        best: tuple[str, list[int]] | None = None
-        for prefix_text, prefix_ids in self.items:
-            if (best is None or len(prefix_text) > len(best[0])) and text.startswith(prefix_text):
-                best = (prefix_text, prefix_ids)
-        if best is None:
+        best_text, best_ids = "", None
+        for item in self.items:
+            if item[3] is None:  # decoded only when a later call of the episode needs it
+                item[3] = item[0] + tokenizer.decode(item[1], skip_special_tokens=False)
+            if len(item[3]) > len(best_text) and text.startswith(item[3]):
+                best_text, best_ids = item[3], item[2]
+        if best_ids is None:
             return _encode(tokenizer, text)
-        rest = text[len(best[0]):]
-        return best[1] + (_encode(tokenizer, rest) if rest else [])
+        rest = text[len(best_text):]
+        return best_ids + (_encode(tokenizer, rest) if rest else [])
 
 
 def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:

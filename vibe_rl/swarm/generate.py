@@ -63,7 +63,7 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
             fut.add_done_callback(lambda _f: done_at.append(time.perf_counter()))
             futures.append(asyncio.wrap_future(fut))
         try:
-            gens = await asyncio.gather(*futures)
+            gens = [await futures[0]] if len(futures) == 1 else await asyncio.gather(*futures)
         except ValueError as exc:  # SequenceTooLongError and bad sampling are ValueErrors
             raise ApiError(400, str(exc), code="invalid_request") from exc
     finally:
@@ -78,8 +78,7 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
     for i, gen in enumerate(gens):
         text = engine.tokenizer.decode(gen.token_ids, skip_special_tokens=True)
         if prefixes is not None:
-            prefixes.add(prompt_text + engine.tokenizer.decode(gen.token_ids, skip_special_tokens=False),
-                         prompt_ids + list(gen.token_ids))
+            prefixes.add(prompt_text, gen.token_ids, prompt_ids + list(gen.token_ids))
         if stop:
             text = trim_stop(text, stop)
         content, calls = parse_tool_calls(text) if tools_on else (text, [])
