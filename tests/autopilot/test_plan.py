@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from vibe_rl.autopilot.runner import Runner, RunOptions, parse_until
+from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions
 from vibe_rl.errors import ConfigError
+from vibe_rl.schema.spec import TaskSpec
 
 
 def _plan(project, mode, monkeypatch, gpus):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", gpus)
     monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
-    runner = Runner(RunOptions(project_dir=project, mode=mode))
-    servers, client = runner._plan_sessions(project / ".venv-server", project / ".venv-client")
-    return runner, servers, client
+    notes: list[str] = []
+    servers, client = plan_sessions(TaskSpec.load(project), mode or "agent_roll", RunOptions(project_dir=project),
+                                    project / ".venv-server", project / ".venv-client", notes)
+    return notes, servers, client
 
 
 def test_adversarial_mode_splits_eight_gpus_four_and_four(base_project, monkeypatch):
-    runner, servers, client = _plan(base_project, "agent_roll_adv", monkeypatch, "0,1,2,3,4,5,6,7")
+    notes, servers, client = _plan(base_project, "agent_roll_adv", monkeypatch, "0,1,2,3,4,5,6,7")
     assert [s.session.name for s in servers] == ["spy-swarm-server", "spy-swarm-server-2"]
     assert client.name == "spy-swarm-client" and client.command == "python agent_roll_adv.py"
     assert [s.session.env["CUDA_VISIBLE_DEVICES"] for s in servers] == ["0,1,2,3", "4,5,6,7"]
@@ -29,19 +31,19 @@ def test_adversarial_mode_splits_eight_gpus_four_and_four(base_project, monkeypa
 def test_visible_ids_are_kept_and_a_short_machine_is_shared(base_project, monkeypatch):
     _, servers, _ = _plan(base_project, "agent_roll", monkeypatch, "4,5,6,7")
     assert servers[0].session.env["CUDA_VISIBLE_DEVICES"] == "4,5,6,7"
-    runner, servers, _ = _plan(base_project, "agent_roll_adv", monkeypatch, "2,3")
+    notes, servers, _ = _plan(base_project, "agent_roll_adv", monkeypatch, "2,3")
     assert [s.session.env["CUDA_VISIBLE_DEVICES"] for s in servers] == ["2", "3"]
-    assert any("8 GPUs but 2 are visible" in n for n in runner.report.notes)
+    assert any("8 GPUs but 2 are visible" in n for n in notes)
 
 
 def test_cpu_machine_uses_the_tiny_model_with_a_note(base_project, monkeypatch):
-    runner, servers, client = _plan(base_project, None, monkeypatch, "")
+    notes, servers, client = _plan(base_project, None, monkeypatch, "")
     cmd = servers[0].session.command
     assert "--model tiny" in cmd and "--set train.batch_size=2" in cmd and servers[0].session.env["CUDA_VISIBLE_DEVICES"] == ""
     assert "train.grpo_n=2" in client.env["VIBE_RL_SET"]  # the client loop uses the same small job
-    assert any("tiny offline model" in n for n in runner.report.notes)
+    assert any("tiny offline model" in n for n in notes)
     # the keyless static opponent is served locally, and said so
-    assert "static_models=" in cmd and any("DASHSCOPE_API_KEY is not set" in n for n in runner.report.notes)
+    assert "static_models=" in cmd and any("DASHSCOPE_API_KEY is not set" in n for n in notes)
 
 
 def test_until():

@@ -10,15 +10,8 @@ restart. The loop stops after `max_fixes` LLM answers or when one failure is see
 
 from __future__ import annotations
 
-import json
-import os
-import shlex
-import shutil
-import socket
-import subprocess
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from vibe_rl.autopilot.audit import expected_from_spec
@@ -34,76 +27,16 @@ from vibe_rl.autopilot.fixer import (
     parse_fix,
 )
 from vibe_rl.autopilot.llm import FixLLM
+from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions, port_free
 from vibe_rl.autopilot.report import Attempt, RunReport, reward_so_far
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 from vibe_rl.autopilot.venvs import ensure_venv
 from vibe_rl.autopilot.watcher import ServerView, Watcher, audit_diagnosis
-from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
 
-CPU_OVERRIDES = ["train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=16"]
-CPU_MAX_TOKENS = "16"
 NOT_FIXABLE = {"port_in_use", "timeout", "server_not_ready"}
 POOL_KINDS = {"empty_task_id", "repeated_task_id"}
 SERVER_KINDS = POOL_KINDS | {"server_died", "nan_loss", "oom"}  # a fix for these restarts the servers too
-
-
-@dataclass
-class RunOptions:
-    project_dir: Path
-    mode: str | None = None
-    until: str = "first-step"
-    timeout: float = 1800.0
-    fix: str = "auto"  # "auto" | "off"
-    stop_after: bool = False
-    max_fixes: int = 5
-    same_failure_limit: int = 3
-    ready_timeout: float = 300.0
-    poll_s: float = 1.0
-    device: str = "auto"  # "auto" | "cpu" | "gpu"
-    overrides: list[str] = field(default_factory=list)
-    socket_name: str | None = None
-
-
-def parse_until(until: str) -> int:
-    if until == "first-step":
-        return 1
-    if until.startswith("steps:") and until[6:].isdigit() and int(until[6:]) > 0:
-        return int(until[6:])
-    raise ConfigError(f"--until {until!r} is not understood: use 'first-step' or 'steps:N' (N >= 1)")
-
-
-def visible_gpus() -> list[str]:
-    """The GPU ids this process may use: CUDA_VISIBLE_DEVICES when set, else what nvidia-smi lists."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
-    if not shutil.which("nvidia-smi"):
-        return []
-    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return [str(i) for i, _ in enumerate(x for x in out.stdout.splitlines() if x.startswith("GPU "))]
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
-def session_names(spec: TaskSpec, mode: str | None = None) -> list[str]:
-    return [spec.tmux_session(s.name) for s in spec.servers_for(mode)] + [spec.client_session]
-
-
-def stop_sessions(project_dir: Path, socket_name: str | None = None) -> list[str]:
-    """End this project's sessions (every mode's), and nothing else."""
-    spec = TaskSpec.load(project_dir)
-    tmux = TmuxSessions(socket_name)
-    names = [spec.tmux_session(s.name) for s in spec.servers] + [spec.client_session]
-    return [n for n in names if tmux.stop(n)]
 
 
 class Runner:
@@ -119,59 +52,6 @@ class Runner:
         self.llm_calls = 0
         self.checks: list[str] = []  # doctor findings, passed to the fix LLM
 
-    # -- set-up ------------------------------------------------------------------------------
-    def _plan_sessions(self, server_venv: Path, client_venv: Path) -> tuple[list[ServerView], SessionSpec]:
-        servers = self.spec.servers_for(self.mode.name)
-        ids = visible_gpus()
-        have = len(ids)
-        cpu = self.opts.device == "cpu" or (self.opts.device == "auto" and have == 0)
-        split = self.spec.gpu_split(self.mode.name)
-        need = sum(len(v) for v in split.values())
-        if not cpu and need > have:
-            each = max(have // len(servers), 1)
-            split = {s.name: list(range(i * each, (i + 1) * each)) for i, s in enumerate(servers)}
-            self.report.notes.append(f"the spec asks for {need} GPUs but {have} are visible: {each} per server")
-        if cpu:
-            self.report.notes.append(
-                "CPU run (no GPU visible or --device cpu): servers use the tiny offline model with small settings ("
-                + ", ".join(CPU_OVERRIDES) + f", client max_tokens {CPU_MAX_TOKENS}); "
-                "on a GPU machine they use the spec's model and GPUs")
-        views, client_env = [], {"PYTHONUNBUFFERED": "1"}
-        for s in servers:
-            cmd = (f"vibe-rl swarm start --port {s.port} --config {s.config} "
-                   f"--experiment-dir experiments/{s.name}")
-            sets = (CPU_OVERRIDES if cpu else []) + self._static_overrides(s) + list(self.opts.overrides)
-            cmd += " --model tiny" if cpu else ""
-            cmd += "".join(f" --set {shlex.quote(o)}" for o in sets)
-            gpus = [ids[i] if i < have else str(i) for i in split[s.name]]
-            env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(gpus),
-                   "PYTHONUNBUFFERED": "1"}
-            sess = SessionSpec(self.spec.tmux_session(s.name), cmd, self.dir, self.dir / "logs", env,
-                               str(server_venv / "bin"))
-            views.append(ServerView(s.name, s.url, sess))
-            client_env[s.url_env] = s.url
-        if cpu:
-            client_env["VIBE_RL_MAX_TOKENS"] = CPU_MAX_TOKENS
-        # the client loop reads batch_size/grpo_n from its own job: give it the servers' settings too
-        shared = [o for o in (CPU_OVERRIDES if cpu else []) + list(self.opts.overrides) if " " not in o]
-        if shared:
-            client_env["VIBE_RL_SET"] = " ".join(shared)
-        client = SessionSpec(self.spec.client_session, f"python {self.mode.script}", self.dir, self.dir / "logs",
-                             client_env, str(client_venv / "bin"))
-        return views, client
-
-    def _static_overrides(self, server) -> list[str]:
-        """Static opponents whose API key env var is unset are served by a frozen local copy instead."""
-        models = [m for m in self.spec.static_models if m.name in server.static_models]
-        missing = [m for m in models if m.api_key_env and not os.environ.get(m.api_key_env)]
-        if not missing:
-            return []
-        for m in missing:
-            self.report.notes.append(f"static model {m.name!r}: {m.api_key_env} is not set, so server "
-                                     f"{server.name} serves it with a frozen local copy of its own model")
-        keep = [m.model_dump(exclude_none=True) if m not in missing else {"name": m.name} for m in models]
-        return ["static_models=" + json.dumps(keep)]
-
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> RunReport:
         t0 = time.monotonic()
@@ -183,7 +63,8 @@ class Runner:
             rep.venv_seconds = {k: round(v.seconds, 2) for k, v in venvs.items()}
             rep.venv_created = {k: v.created for k, v in venvs.items()}
             self.tmux = TmuxSessions(self.opts.socket_name)
-            servers, client = self._plan_sessions(venvs["server"].path, venvs["client"].path)
+            servers, client = plan_sessions(self.spec, self.mode.name, self.opts, venvs["server"].path,
+                                            venvs["client"].path, rep.notes)
             rep.sessions = [s.session.name for s in servers] + [client.name]
             rep.attach = [self.tmux.attach_hint(n) for n in rep.sessions]
             rep.overwatch = [f"vibe-rl swarm overwatch --url {s.url}" for s in servers]

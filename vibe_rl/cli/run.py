@@ -24,7 +24,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Start servers and client in tmux (uv venvs), watch, diagnose, fix, until the target step."""
         from vibe_rl.autopilot.llm import llm_from_env
-        from vibe_rl.autopilot.runner import Runner, RunOptions, stop_sessions
+        from vibe_rl.autopilot.plan import RunOptions, stop_sessions
+        from vibe_rl.autopilot.runner import Runner
         from vibe_rl.errors import ConfigError
 
         if fix not in ("auto", "off"):
