@@ -118,3 +118,13 @@ def test_prompt_holds_failure_files_and_spec(tmp_path):
     prompt = build_prompt(proj, diag, spec_json='{"short_name": "spy"}', history=["attempt 1: refused"])
     assert "# agent_run.py" in prompt and "make_playrs" in prompt and '"short_name": "spy"' in prompt
     assert "attempt 1: refused" in prompt
+
+
+def test_git_baseline_leaves_out_venvs_logs_and_experiments(tmp_path):
+    proj = _project(tmp_path)
+    for d in (".venv-client", "logs", "experiments"):
+        (proj / d).mkdir()
+        (proj / d / "x.txt").write_text("x")
+    ensure_git(proj)
+    tracked = subprocess.run(["git", "ls-files"], cwd=proj, capture_output=True, text=True).stdout.split()
+    assert tracked == ["agent_run.py"] and not (proj / ".gitignore").exists()

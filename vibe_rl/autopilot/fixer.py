@@ -126,9 +126,10 @@ def ensure_git(project_dir: Path) -> None:
     if (project_dir / ".git").exists():
         return
     _git(project_dir, "init", "-q")
-    ignore = project_dir / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text(_GITIGNORE)
+    # .git/info/exclude, not a .gitignore: no new file appears in the project (or in a repo around it)
+    exclude = project_dir / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude.write_text(exclude.read_text() + _GITIGNORE if exclude.exists() else _GITIGNORE)
     _git(project_dir, "add", "-A")
     _git(project_dir, "commit", "-q", "--allow-empty", "-m", "vibe-rl autopilot: baseline before fixes")
 
