@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from typing import Any
 
 from vibe_rl.extras import require
@@ -103,6 +104,7 @@ def build_app(config: ServerConfig) -> Any:
 def serve(config: ServerConfig) -> None:
     """Run the server in this process (blocking) until interrupted."""
     uvicorn = require("uvicorn", "the swarm server")
+    sys.setswitchinterval(config.switch_interval)  # the event loop shares the GIL with the engine thread
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(build_app(config), host=config.host, port=config.port, log_level="warning",
                 access_log=False, proxy_headers=False, timeout_graceful_shutdown=5)

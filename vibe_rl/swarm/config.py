@@ -26,6 +26,9 @@ class ServerConfig(BaseModel):
     sync_wait_timeout: float = Field(default=600.0, ge=0,
                                      description="How long a chat call waits for a weight update before 429 + Retry-After")
     reaper_interval: float = Field(default=0.5, gt=0, description="Seconds between idle-episode sweeps")
+    switch_interval: float = Field(default=0.001, gt=0, description=(
+        "sys.setswitchinterval of the server process: how soon the event loop gets the GIL back from the "
+        "engine thread (Python's 5 ms default adds milliseconds to calls while the engine is busy)"))
     trace_buffer: int = Field(default=5000, ge=1, description="Recent LLM calls kept for /control/traces")
 
     def effective_job(self, job: TrainJob) -> tuple[TrainJob, list[str]]:
