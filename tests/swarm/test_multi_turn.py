@@ -27,9 +27,9 @@ def test_continued_conversation_reuses_sampled_ids_and_merges(shared_server):
     messages += [{"role": "assistant", "content": first.choices[0].message.content},
                  {"role": "user", "content": "Now vote."}]
     llm.chat.completions.create(model=api.model, messages=messages, user="civilian:p1")
-    # Another player's fresh conversation shares no prefix with player 1's.
+    # Another player's fresh conversation shares no prefix with player 1's (tagged by header this time).
     llm.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "Player 2 here."}],
-                                user="spy:p2")
+                                extra_headers={"X-Player": "spy:p2"})
     client.end_episode(Task(task_id="multi"), episode_uuid, WorkflowOutput(reward=1.0))
 
     db = sqlite3.connect(f"{shared_server.exp_dir}/swarm.sqlite")
