@@ -62,7 +62,7 @@ async def begin(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
 
 
 async def end(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
-    return serving.end(_parse(EndEpisodeRequest, raw))
+    return await serving.end(_parse(EndEpisodeRequest, raw))
 
 
 async def abort(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:

@@ -84,6 +84,7 @@ class SwarmServing:
         self.episodes: dict[str, Episode] = {}
         self.keys: dict[str, Episode] = {}
         self.gone = Tombstones()
+        self._ending: dict[str, tuple[str, float, str]] = {}  # episodes being written by end
         self.traces: deque[dict[str, Any]] = deque(maxlen=config.trace_buffer)
         self.errors: deque[str] = deque(maxlen=50)
         self.notes: list[str] = []
@@ -266,10 +267,11 @@ class SwarmServing:
                             "returned on this server (each server has its own episodes).",
                        code="episode_not_found", param="episode_uuid")
 
-    def end(self, req: EndEpisodeRequest) -> dict[str, Any]:
+    async def end(self, req: EndEpisodeRequest) -> dict[str, Any]:
         ep = self.episodes.get(req.episode_uuid)
         if ep is None:
-            stored = self.store.episode_status(req.episode_uuid) if self.store else None
+            stored = self._ending.get(req.episode_uuid) or (
+                self.store.episode_status(req.episode_uuid) if self.store else None)
             if stored is not None:
                 _, reward, task_id = stored
                 if task_id == req.task.task_id and reward == req.output.reward:
@@ -284,10 +286,19 @@ class SwarmServing:
             raise ApiError(409, f"Episode {ep.uuid} still has {ep.inflight} LLM call(s) in flight; end it after "
                                 "they return, so no turn is lost.", code="episode_busy", param="episode_uuid")
         done = CompletedEpisode(ep.uuid, req.task.task_id, req.output.reward, ep.turns, time.time())
-        self.store.save_episode(done, req.task.model_dump(mode="json"), req.output.metadata)
         self._forget(ep, "it already ended")
-        self.pool.add(done)
-        self._maybe_update()
+        self._ending[ep.uuid] = ("completed", done.reward, done.task_id)
+        try:  # written before we answer; in a thread, so the event loop keeps serving meanwhile
+            await asyncio.to_thread(self.store.save_episode, done, req.task.model_dump(mode="json"),
+                                    req.output.metadata)
+        except BaseException:  # not stored: the episode stays open, so the client can retry its end
+            self.episodes[ep.uuid], self.keys[ep.api_key] = ep, ep
+            raise
+        finally:
+            self._ending.pop(ep.uuid, None)
+        if self.pool is not None:
+            self.pool.add(done)
+            self._maybe_update()
         return {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,
                 "trainable_turns": sum(1 for t in ep.turns if not t.static)}
 
