@@ -62,6 +62,7 @@ def one_round(project: Path, env: dict[str, str], force: bool) -> dict:
 
 
 def main() -> None:
+    warm_runs = int(sys.argv[1]) if len(sys.argv) > 1 else 1  # e.g. `time_to_first_step.py 3`
     sock = f"vibe-rl-bench-{uuid.uuid4().hex[:6]}"
     with tempfile.TemporaryDirectory(prefix="vibe-rl-bench-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
@@ -70,15 +71,18 @@ def main() -> None:
         project = Path(tmp) / "spy"
         try:
             cold = one_round(project, env, force=False)
-            warm = one_round(project, env, force=True)
+            warms = [one_round(project, env, force=True) for _ in range(warm_runs)]
         finally:
             subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+    ok = sorted((w for w in warms if w.get("ok")), key=lambda w: w["new_to_first_step_s"])
+    warm = ok[(len(ok) - 1) // 2] if ok else warms[0]  # the median run
     print(json.dumps({
         "benchmark": "time_to_first_step",
         "cold": cold,
-        "warm": warm,
+        "warm": warm,  # the median warm run
+        "warm_runs_s": [w.get("new_to_first_step_s") for w in warms],
         "goal_warm_s": 120,
-        "warm_within_goal": bool(warm.get("ok") and warm["new_to_first_step_s"] <= 120),
+        "warm_within_goal": len(ok) == len(warms) and warm["new_to_first_step_s"] <= 120,
         "cpus": os.cpu_count(),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }))
