@@ -21,15 +21,23 @@ class ScriptedLLM:
             def do_POST(self):  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 outer.requests.append(body)
-                outer.auth.append(self.headers.get("Authorization", ""))
+                outer.auth.append(self.headers.get("Authorization") or self.headers.get("x-api-key", ""))
                 reply = outer.replies[min(len(outer.requests), len(outer.replies)) - 1]
-                data = json.dumps({
+                if self.path.endswith("/messages"):  # the Anthropic Messages API
+                    return self._send({"id": f"msg_{len(outer.requests)}", "type": "message", "role": "assistant",
+                                       "model": body.get("model", "scripted"), "stop_reason": "end_turn",
+                                       "stop_sequence": None, "content": [{"type": "text", "text": reply}],
+                                       "usage": {"input_tokens": 1, "output_tokens": 1}})
+                self._send({
                     "id": f"chatcmpl-{len(outer.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "scripted"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": reply}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }).encode()
+                })
+
+            def _send(self, payload: dict) -> None:
+                data = json.dumps(payload).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -28,3 +28,16 @@ def test_provider_selection_from_env():
     assert llm.describe() == "anthropic:claude-x @ api.anthropic.com"
     with pytest.raises(ConfigError):
         llm_from_env({"VIBE_RL_FIX_PROVIDER": "nope"})
+
+
+def test_anthropic_client_talks_to_a_messages_endpoint():
+    with ScriptedLLM(["WHY: y\nblock"]) as server:
+        env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.url.removesuffix("/v1"),
+               "VIBE_RL_FIX_MODEL": "claude-scripted"}
+        llm = llm_from_env(env)
+        assert isinstance(llm, AnthropicFixLLM)
+        assert llm.complete("sys", "fix it") == "WHY: y\nblock"
+        req = server.requests[0]
+        assert req["model"] == "claude-scripted" and req["system"] == "sys"
+        assert req["messages"] == [{"role": "user", "content": "fix it"}]
+        assert server.auth[0] == "sk-ant-test"

@@ -50,7 +50,7 @@ class AnthropicFixLLM:
         self._client = anthropic.Anthropic(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=2)
 
     def complete(self, system: str, prompt: str) -> str:
-        reply = self._client.messages.create(model=self.model, max_tokens=4096, temperature=0, system=system,
+        reply = self._client.messages.create(model=self.model, max_tokens=4096, system=system,
                                              messages=[{"role": "user", "content": prompt}])
         return "".join(getattr(block, "text", "") for block in reply.content)
 
