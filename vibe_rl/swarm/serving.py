@@ -184,6 +184,8 @@ class SwarmServing:
         for task in list(self._tasks):
             if task is not self._update_task:
                 task.cancel()
+        if self.state == BOOTING:  # the boot thread cannot be interrupted; the process exit ends it
+            return
         if self.state != OFFLINE or self.engine is not None:
             await self.stop()
 
