@@ -21,7 +21,7 @@ class ScriptedLLM:
             def do_POST(self):  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 outer.requests.append(body)
-                outer.auth.append(self.headers.get("Authorization") or self.headers.get("x-api-key", ""))
+                outer.auth.append(self.headers.get("x-api-key") or self.headers.get("Authorization", ""))
                 reply = outer.replies[min(len(outer.requests), len(outer.replies)) - 1]
                 if self.path.endswith("/messages"):  # the Anthropic Messages API
                     return self._send({"id": f"msg_{len(outer.requests)}", "type": "message", "role": "assistant",
