@@ -74,6 +74,7 @@ def main() -> None:
             warms = [one_round(project, env, force=True) for _ in range(warm_runs)]
         finally:
             subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+            (Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / sock).unlink(missing_ok=True)
     ok = sorted((w for w in warms if w.get("ok")), key=lambda w: w["new_to_first_step_s"])
     warm = ok[(len(ok) - 1) // 2] if ok else warms[0]  # the median run
     print(json.dumps({

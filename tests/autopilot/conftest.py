@@ -35,6 +35,7 @@ def tmux_socket():
     name = f"vibe-rl-test-{uuid.uuid4().hex[:8]}"
     yield name
     subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)  # our private server only
+    (Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}" / name).unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
