@@ -115,10 +115,21 @@ def run(url: str, once: bool = False, interval: float = 2.0, console: Console | 
         return 0
     from rich.live import Live
 
-    with Live(console=console, refresh_per_second=4, screen=False) as live:
-        while True:
-            try:
-                live.update(render(fetch(url), url))
-            except httpx.HTTPError as exc:
-                live.update(Panel(f"cannot read {url}/control/status: {type(exc).__name__}: {exc}", style="red"))
-            time.sleep(interval)
+    def view() -> Any:
+        try:
+            return render(fetch(url), url)
+        except httpx.HTTPError as exc:
+            return Panel(f"cannot read {url}/control/status: {type(exc).__name__}: {exc}", style="red")
+
+    try:
+        if not console.is_terminal:  # piped or logged: one snapshot per interval instead of a live region
+            while True:
+                console.print(view())
+                console.file.flush()
+                time.sleep(interval)
+        with Live(console=console, refresh_per_second=4, screen=False) as live:
+            while True:
+                live.update(view())
+                time.sleep(interval)
+    except KeyboardInterrupt:
+        return 0
