@@ -200,7 +200,7 @@ class Runner:
                  "empty_task_id": [self.mode.script, "mock_dataset.py"],
                  "repeated_task_id": [self.mode.script, "mock_dataset.py"],
                  "nan_loss": [s.config for s in self.spec.servers_for(self.mode.name)],
-                 "oom": [s.config for s in self.spec.servers_for(self.mode.name)]}.get(diag.kind, [self.mode.script])
+                 "oom": [s.config for s in self.spec.servers_for(self.mode.name)]}.get(diag.kind, [self.mode.script, self.mode.run_file])
         spec_json = (self.dir / "task_spec.json").read_text(encoding="utf-8")
         prompt = build_prompt(self.dir, diag, spec_json, self.history, focus, self.checks)
         self.out(f"[vibe-rl] asking {self.llm.describe()} for a fix (attempt {self.llm_calls}/{self.opts.max_fixes})")
