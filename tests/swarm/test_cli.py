@@ -37,3 +37,15 @@ def test_start_with_config_and_boot_then_status_and_stop(tmp_path, tiny_model_di
         assert begin.status_code == 503 and "auto_sync_train_config_and_start_engine" in begin.json()["error"]["message"]
     finally:
         server.stop()
+
+
+def test_begin_episode_waits_while_the_engine_boots(make_server):
+    from vibe_rl.swarm import SwarmClient, TrainJob
+
+    server = make_server("boot")
+    client = SwarmClient(server.url)
+    status = client.auto_sync_train_config_and_start_engine(TrainJob(), wait=False)
+    assert status["state"] == "BOOTING"
+    episode_uuid, api = client.begin_episode()  # answered 429 + Retry-After until ROLLING; the client waits
+    assert api.api_key and client.get_engine_status()["state"] == "ROLLING"
+    client.abort_episode(episode_uuid)
