@@ -99,6 +99,7 @@ class Runner:
             self.report.notes.append(f"doctor: {f.file}:{f.line}: {f.message}")
 
     def _start_servers(self, servers: list[ServerView]) -> Diagnosis | None:
+        self.tmux.stop(self.watcher.client.name)  # an old client must not talk to the new servers
         for s in servers:
             self.tmux.stop(s.session.name)
         for s in servers:
