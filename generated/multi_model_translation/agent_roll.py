@@ -30,11 +30,11 @@ def load_tasks() -> list[Task]:
 
 
 def main() -> None:
-    jobs = {name: TrainJob.from_yaml(config) for name, (_, config) in SERVERS.items()}
     swarms = {name: SwarmClient(url) for name, (url, _) in SERVERS.items()}
-    # The servers' settings win (e.g. `--set train.grpo_n=2` on a CPU run): size the loop by them.
-    pools = {name: swarm.auto_sync_train_config_and_start_engine(jobs[name])["pool"] for name, swarm in swarms.items()}
-    grpo_n = {pool["grpo_n"] or jobs[name].grpo_n for name, pool in pools.items()}
+    for name, swarm in swarms.items():
+        swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(SERVERS[name][1]))
+    # Size the loop by what the servers run: their --model/--set overrides win (e.g. small batches on CPU).
+    grpo_n = {swarm.job.grpo_n for swarm in swarms.values()}
     if len(grpo_n) != 1:
         raise SystemExit(f"Every server groups the same episodes, so grpo_n must match on all servers: {grpo_n}")
     grpo_n = grpo_n.pop()
@@ -57,7 +57,7 @@ def main() -> None:
 
     # Endless epochs over the dataset; each task runs grpo_n times (one GRPO group on every server).
     episodes = (task for _ in itertools.count() for task in tasks for _ in range(grpo_n))
-    batch = max(pool["target_tasks"] or jobs[name].batch_size for name, pool in pools.items())
+    batch = max(swarm.job.batch_size for swarm in swarms.values())
     run_in_flight(rollout, episodes, max_in_flight=min(MAX_PARALLEL, batch * grpo_n))
 
 

@@ -34,11 +34,9 @@ def team_task(task: Task, team: str) -> Task:
 
 
 def main() -> None:
-    job = TrainJob.from_yaml(CONFIG)
     swarm = SwarmClient(SWARM_URL)
-    pool = swarm.auto_sync_train_config_and_start_engine(job)["pool"]
-    # The server's settings win (e.g. `--set train.grpo_n=2` on a CPU run): size the loop by them.
-    grpo_n, batch_size = pool["grpo_n"] or job.grpo_n, pool["target_tasks"] or job.batch_size
+    swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(CONFIG))
+    job = swarm.job  # what the server runs: its --model/--set overrides win (e.g. small batches on CPU)
     tasks = load_tasks()
 
     def rollout(task: Task) -> None:
@@ -56,8 +54,8 @@ def main() -> None:
         print(f"task {task.task_id}: winner {info['winner']} after {info['days']} day(s)", flush=True)
 
     # Endless epochs over the dataset; each game is played grpo_n times (one GRPO group per team).
-    episodes = (task for _ in itertools.count() for task in tasks for _ in range(grpo_n))
-    run_in_flight(rollout, episodes, max_in_flight=min(MAX_PARALLEL, batch_size * grpo_n))
+    episodes = (task for _ in itertools.count() for task in tasks for _ in range(job.grpo_n))
+    run_in_flight(rollout, episodes, max_in_flight=min(MAX_PARALLEL, job.batch_size * job.grpo_n))
 
 
 if __name__ == "__main__":

@@ -17,8 +17,6 @@ HERE = Path(__file__).resolve().parent
 SWARM_URL = os.getenv("VIBE_RL_SWARM_URL", "http://127.0.0.1:10086")
 CONFIG = HERE / "config.yaml"
 DISCARD_EPISODE_TIMEOUT = 600  # seconds an episode may stay idle before the server drops it
-# key.sub=value overrides, e.g. "train.batch_size=2 train.grpo_n=2" (`vibe-rl run` sets them on CPU machines)
-JOB_OVERRIDES = os.getenv("VIBE_RL_SET", "").split()
 
 
 def load_tasks() -> list[Task]:
@@ -28,9 +26,9 @@ def load_tasks() -> list[Task]:
 
 
 def main() -> None:
-    job = TrainJob.from_yaml(CONFIG, JOB_OVERRIDES)
     swarm = SwarmClient(SWARM_URL)
-    swarm.auto_sync_train_config_and_start_engine(job)
+    swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(CONFIG))
+    job = swarm.job  # what the server runs: its --model/--set overrides win (e.g. small batches on CPU)
     tasks = load_tasks()
 
     def rollout(task: Task) -> None:

@@ -18,9 +18,7 @@ SWARM_URL_1 = os.getenv("VIBE_RL_SWARM_URL", "http://127.0.0.1:10086")
 SWARM_URL_2 = os.getenv("VIBE_RL_SWARM_URL_2", "http://127.0.0.1:10087")
 CONFIG_1 = HERE / "config.yaml"
 CONFIG_2 = HERE / "config_server2.yaml"
-DISCARD_EPISODE_TIMEOUT = 600
-# key.sub=value overrides, e.g. "train.batch_size=2 train.grpo_n=2" (`vibe-rl run` sets them on CPU machines)
-JOB_OVERRIDES = os.getenv("VIBE_RL_SET", "").split()
+DISCARD_EPISODE_TIMEOUT = 600  # seconds an episode may stay idle before the server drops it
 
 
 def load_tasks() -> list[Task]:
@@ -30,10 +28,10 @@ def load_tasks() -> list[Task]:
 
 
 def main() -> None:
-    job_1, job_2 = TrainJob.from_yaml(CONFIG_1, JOB_OVERRIDES), TrainJob.from_yaml(CONFIG_2, JOB_OVERRIDES)
     swarm_1, swarm_2 = SwarmClient(SWARM_URL_1), SwarmClient(SWARM_URL_2)
-    swarm_1.auto_sync_train_config_and_start_engine(job_1)
-    swarm_2.auto_sync_train_config_and_start_engine(job_2)
+    swarm_1.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(CONFIG_1))
+    swarm_2.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(CONFIG_2))
+    job_1, job_2 = swarm_1.job, swarm_2.job  # what the servers run: their --model/--set overrides win
     tasks = load_tasks()
 
     def rollout(task: Task) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -105,7 +104,8 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
     for s in servers:
         cmd = (f"vibe-rl swarm start --port {s.port} --config {s.config} "
                f"--experiment-dir experiments/{s.name}")
-        sets = (CPU_OVERRIDES if cpu else []) + static_overrides(spec, s, notes) + list(opts.overrides)
+        static_notes(spec, s, notes)
+        sets = (CPU_OVERRIDES if cpu else []) + list(opts.overrides)
         cmd += " --model tiny" if cpu else ""
         cmd += "".join(f" --set {shlex.quote(o)}" for o in sets)
         gpus = [ids[i] if i < have else str(i) for i in split[s.name]]
@@ -115,24 +115,14 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
         client_env[s.url_env] = s.url
     if cpu:
         client_env["VIBE_RL_MAX_TOKENS"] = CPU_MAX_TOKENS
-    # the client loop reads batch_size/grpo_n from its own job: give it the servers' settings too
-    shared = [o for o in (CPU_OVERRIDES if cpu else []) + list(opts.overrides) if " " not in o]
-    if shared:
-        client_env["VIBE_RL_SET"] = " ".join(shared)
     client = SessionSpec(spec.client_session, f"python {spec.mode(mode).script}", root, root / "logs",
                          client_env, str(client_venv / "bin"))
     return views, client
 
 
-def static_overrides(spec: TaskSpec, server, notes: list[str]) -> list[str]:
-    """Static opponents whose API key env var is unset are served by a frozen local copy instead."""
-    models = [m for m in spec.static_models if m.name in server.static_models]
-    missing = [m for m in models if m.api_key_env and not os.environ.get(m.api_key_env)]
-    if not missing:
-        return []
-    for m in missing:
-        notes.append(f"static model {m.name!r}: {m.api_key_env} is not set, so server "
-                     f"{server.name} serves it with a frozen local copy of its own model")
-    keep = [m.model_dump(exclude_none=True) if m not in missing else {"name": m.name} for m in models]
-    return ["static_models=" + json.dumps(keep)]
-
+def static_notes(spec: TaskSpec, server, notes: list[str]) -> None:
+    """Say up front which static opponents the server will serve locally (their API key env var is unset)."""
+    for m in spec.static_models:
+        if m.name in server.static_models and m.api_key_env and not os.environ.get(m.api_key_env):
+            notes.append(f"static model {m.name!r}: {m.api_key_env} is not set, so server "
+                         f"{server.name} serves it with a frozen local copy of its own model")

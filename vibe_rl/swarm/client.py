@@ -64,6 +64,9 @@ class SwarmClient:
     def __init__(self, url: str, timeout: float = 600.0, wait_timeout: float = 3600.0, max_connections: int = 256):
         self.url = url.rstrip("/")
         self.wait_timeout = wait_timeout
+        # The job the server runs, set by auto_sync_train_config_and_start_engine: the synced job after the
+        # server's --model/--set overrides (e.g. small batches on a CPU run). Size rollout loops by it.
+        self.job: TrainJob | None = None
         self._http = httpx.Client(base_url=self.url, timeout=httpx.Timeout(timeout, connect=10.0),
                                   limits=httpx.Limits(max_connections=max_connections,
                                                       max_keepalive_connections=max_connections))
@@ -109,13 +112,15 @@ class SwarmClient:
 
     def auto_sync_train_config_and_start_engine(self, job: TrainJob | str | Path, wait: bool = True,
                                                 verbose: bool = True) -> dict[str, Any]:
-        """Send the job and start the engine (the server's --model/--set win); wait until ROLLING."""
+        """Send the job and start the engine; wait until ROLLING. The server's --model/--set win:
+        `self.job` is set to the job it actually runs."""
         if not isinstance(job, TrainJob):
             job = TrainJob.from_yaml(job)
         status = self._call("POST", "/control/start", job.model_dump(mode="json"))
         for note in status.get("notes", []):
             if verbose:
                 print(f"[swarm {self.url}] note: {note}", file=sys.stderr)
+        self.job = TrainJob.model_validate(status["job"]) if status.get("job") else job
         return self.wait_until_rolling(verbose=verbose) if wait else status
 
     def wait_until_rolling(self, timeout: float | None = None, verbose: bool = False) -> dict[str, Any]:
@@ -223,7 +228,8 @@ def run_in_flight(fn: Callable[[Any], Any], items: Iterable[Any], max_in_flight:
                         report.failed += 1
                         if len(report.failures) < 100:
                             report.failures.append((item, exc))
-                        log.error("item failed after %d attempts: %s: %s", attempt + 1, type(exc).__name__, exc)
+                        log.error("item failed after %d attempts: %s: %s", attempt + 1, type(exc).__name__, exc,
+                                  exc_info=exc)
         except BaseException:
             for fut in pending:
                 fut.cancel()

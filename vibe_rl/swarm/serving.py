@@ -147,8 +147,8 @@ class SwarmServing:
         self.discarded = int(self.store.get_meta("discarded_episodes", 0))
         self.static = StaticRouter(self.job, lambda path: self.updates.load_frozen(path, self.job.model))
         self.traces.extend(self.store.recent_calls(self.config.trace_buffer))
-        self.notes.extend(booted.notes)
-        for note in booted.notes:
+        self.notes.extend(booted.notes + self.static.notes)
+        for note in booted.notes + self.static.notes:
             print(f"note: {note}", flush=True)
         self.state = ROLLING
         self._rolling.set()
@@ -218,6 +218,8 @@ class SwarmServing:
             "last_update": self.last_update,
             "notes": list(self.notes),
             "errors": list(self.errors),
+            # the job the engine runs: the client's job after this server's --model/--set overrides
+            "job": self.job.model_dump(mode="json") if self.job else None,
         }
 
     def traces_view(self, limit: int) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 A call whose `model` names a configured static model is forwarded to its
 OpenAI-compatible URL with the key read from its env var (the key is never
-logged or echoed), or, when no URL is configured, served by a frozen local copy
-of a model (default: the trainable model's initial weights). The call is
+logged or echoed), or, when no URL is configured or its key's env var is unset,
+served by a frozen local copy of a model (default: the trainable model's initial
+weights), with a note in the server's status saying so. The call is
 recorded in the episode as context only: it never becomes a training sample.
 """
 
@@ -21,16 +22,29 @@ from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
 
 
 def upstream_of(model: StaticModel) -> tuple[str | None, str | None]:
-    """(base_url, api_key) from the config and its env vars; (None, None) means 'serve locally'."""
+    """(base_url, api_key) from the config and its env vars; (None, None) means 'serve locally'.
+
+    A model that names an api_key_env which is unset is served locally too: forwarding it
+    would only fail upstream (no key, or no network on an offline machine)."""
     url = model.base_url or (os.environ.get(model.base_url_env) if model.base_url_env else None)
     key = os.environ.get(model.api_key_env) if model.api_key_env else None
-    return (url.rstrip("/") if url else None), key
+    if not url or (model.api_key_env and not key):
+        return None, None
+    return url.rstrip("/"), key
+
+
+def local_notes(models: list[StaticModel]) -> list[str]:
+    """One note per static model that will be served by a frozen local copy although a URL was configured."""
+    return [f"static model {m.name!r}: {m.api_key_env} is not set, so it is served by a frozen local copy of "
+            f"{m.local_path or 'the trainable model'}; export {m.api_key_env} and restart to use {m.base_url or m.base_url_env}"
+            for m in models if (m.base_url or m.base_url_env) and upstream_of(m) == (None, None)]
 
 
 class StaticRouter:
     def __init__(self, job: TrainJob, load_frozen: Callable[[str], Any]):
         self.job = job
         self.models = {m.name: m for m in job.static_models}
+        self.notes = local_notes(job.static_models)
         self._load_frozen = load_frozen
         self._local: dict[str, Any] = {}
         self._lock = asyncio.Lock()
