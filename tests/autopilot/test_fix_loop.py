@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import shutil
 
+from helpers.scripted_api import ScriptedAPI
+
 from vibe_rl.autopilot.diagnose import Diagnosis
 from vibe_rl.autopilot.fixer import ensure_git
 from vibe_rl.autopilot.llm import llm_from_env
 from vibe_rl.autopilot.runner import Runner, RunOptions
 
-from .scripted_llm import ScriptedLLM
-
+FIXER = {"VIBE_RL_FIX_MODEL": "scripted-fixer"}
 NO_MATCH = "WHY: guess\nagent_run.py\n<<<<<<< SEARCH\nthis text is not in the file\n=======\nx\n>>>>>>> REPLACE\n"
 
 
@@ -27,8 +28,8 @@ def _diag(proj):
 
 
 def test_same_failure_three_times_stops(base_project, tmp_path):
-    with ScriptedLLM([NO_MATCH]) as server:
-        runner, proj = _runner(base_project, tmp_path, llm_from_env(server.env()))
+    with ScriptedAPI([NO_MATCH]) as server:
+        runner, proj = _runner(base_project, tmp_path, llm_from_env(server.env(**FIXER)))
         assert runner._handle(_diag(proj)) is False
         actions = [a.action for a in runner.report.attempts]
         assert len(server.requests) == 2
@@ -39,8 +40,8 @@ def test_same_failure_three_times_stops(base_project, tmp_path):
 
 
 def test_attempts_are_bounded(base_project, tmp_path):
-    with ScriptedLLM([NO_MATCH]) as server:
-        runner, proj = _runner(base_project, tmp_path, llm_from_env(server.env()), max_fixes=1)
+    with ScriptedAPI([NO_MATCH]) as server:
+        runner, proj = _runner(base_project, tmp_path, llm_from_env(server.env(**FIXER)), max_fixes=1)
         assert runner._handle(_diag(proj)) is False
         assert len(server.requests) == 1
 
@@ -52,7 +53,7 @@ def test_without_llm_the_diagnosis_is_the_answer(base_project, tmp_path):
 
 
 def test_port_in_use_is_not_sent_to_the_llm(base_project, tmp_path):
-    with ScriptedLLM([NO_MATCH]) as server:
-        runner, proj = _runner(base_project, tmp_path, llm_from_env(server.env()))
+    with ScriptedAPI([NO_MATCH]) as server:
+        runner, proj = _runner(base_project, tmp_path, llm_from_env(server.env(**FIXER)))
         assert runner._handle(Diagnosis("port_in_use", "port 1 is in use", "s")) is False
         assert server.requests == []

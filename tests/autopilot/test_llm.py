@@ -1,16 +1,15 @@
 """The fix LLM client through the official openai SDK against a local scripted server."""
 
 import pytest
+from helpers.scripted_api import ScriptedAPI
 
 from vibe_rl.autopilot.llm import AnthropicFixLLM, OpenAIFixLLM, llm_from_env
 from vibe_rl.errors import ConfigError
 
-from .scripted_llm import ScriptedLLM
-
 
 def test_openai_client_talks_to_a_compatible_server():
-    with ScriptedLLM(["WHY: x\nfirst", "second"]) as server:
-        llm = llm_from_env(server.env())
+    with ScriptedAPI(["WHY: x\nfirst", "second"]) as server:
+        llm = llm_from_env(server.env(VIBE_RL_FIX_MODEL="scripted-fixer"))
         assert isinstance(llm, OpenAIFixLLM)
         assert llm.complete("sys", "fix it") == "WHY: x\nfirst"
         assert llm.complete("sys", "again") == "second"
@@ -31,7 +30,7 @@ def test_provider_selection_from_env():
 
 
 def test_anthropic_client_talks_to_a_messages_endpoint():
-    with ScriptedLLM(["WHY: y\nblock"]) as server:
+    with ScriptedAPI(["WHY: y\nblock"]) as server:
         env = {"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": server.url.removesuffix("/v1"),
                "VIBE_RL_FIX_MODEL": "claude-scripted"}
         llm = llm_from_env(env)

@@ -9,9 +9,9 @@ import json
 import subprocess
 
 import pytest
+from helpers.scripted_api import ScriptedAPI
 
 from .conftest import report_of, run_cli
-from .scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.slow
 
@@ -95,8 +95,8 @@ def test_fix_loop_refuses_outside_edit_then_fixes_commits_and_reaches_step_one(p
     refused = "WHY: edit a helper elsewhere\n../outside.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n"
     fix = (f"WHY: typo: describ() is describe()\nagent_run.py\n<<<<<<< SEARCH\n{bad}\n=======\n{good}\n"
            ">>>>>>> REPLACE\n")
-    with ScriptedLLM([refused, fix]) as llm:
-        env = {**base_env, **llm.env()}
+    with ScriptedAPI([refused, fix]) as llm:
+        env = {**base_env, **llm.env(VIBE_RL_FIX_MODEL="scripted-fixer")}
         res = run_cli(["run", str(project), "--until", "first-step", "--timeout", "480", "--stop"], env)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scripted_api import ScriptedAPI
+from helpers.scripted_api import ScriptedAPI
 
 from vibe_rl.errors import PlannerError
 from vibe_rl.planner.offline import OfflinePlanner

@@ -8,17 +8,16 @@ import sqlite3
 import time
 
 import openai
+from helpers.scripted_api import ScriptedAPI
 
 from vibe_rl.schema import StaticModel
 from vibe_rl.swarm import SwarmClient, Task, TrainJob, WorkflowOutput
-
-from .scripted_upstream import ScriptedUpstream
 
 SECRET = "sk-static-secret-never-print-me"
 
 
 def test_static_models_are_forwarded_recorded_and_not_trained(make_server):
-    with ScriptedUpstream("I am the big opponent") as upstream:
+    with ScriptedAPI(["I am the big opponent"]) as upstream:
         server = make_server("static", sets=["train.batch_size=1", "train.grpo_n=2"],
                              env={"OPPONENT_KEY": SECRET, "OPPONENT_URL": upstream.url})
         client = SwarmClient(server.url)

@@ -12,13 +12,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
+from helpers.scripted_api import ScriptedAPI
 
 from vibe_rl.planner.offline import OfflinePlanner
 from vibe_rl.scaffold.doctor import diagnose
@@ -160,33 +159,10 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-class ScriptedJudge:
-    """A local OpenAI-compatible judge: 2 points for any translation, 1 for any detection."""
-
-    def __init__(self):
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                score = 1 if "reviewer's JSON" in body["messages"][0]["content"] else 2
-                message = {"role": "assistant", "content": json.dumps({"score": score, "reason": "scripted"})}
-                data = json.dumps({"id": "j", "object": "chat.completion", "created": 0, "model": body["model"],
-                                   "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def judge_answer(body: dict) -> str:
+    """The scripted LLM judge: 2 points for any translation, 1 for any detection."""
+    score = 1 if "reviewer's JSON" in body["messages"][0]["content"] else 2
+    return json.dumps({"score": score, "reason": "scripted"})
 
 
 DRIVER = """
@@ -228,14 +204,14 @@ def check_routing(result: dict) -> None:
 @pytest.mark.slow
 def test_episodes_reward_each_server_with_its_own_grader(project, tmp_path, tiny_model_dir):
     servers = [start_server(tmp_path, "server1"), start_server(tmp_path, "server2")]
-    judge = ScriptedJudge()
     try:
         urls = [url for _, url in servers]
         env_off = {"JUDGE_MODEL": "", "JUDGE_BASE_URL": ""}
         rules = drive(project, urls, 0, env_off)
-        judged = drive(project, urls, 1, {"JUDGE_MODEL": "judge", "JUDGE_BASE_URL": judge.url, "JUDGE_API_KEY": "k"})
+        with ScriptedAPI(judge_answer) as judge:
+            judged = drive(project, urls, 1, {"JUDGE_MODEL": "judge", "JUDGE_BASE_URL": judge.url,
+                                              "JUDGE_API_KEY": "k"})
     finally:
-        judge.close()
         for proc, _ in servers:
             stop_server(proc)
     for result in (rules, judged):

@@ -11,14 +11,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
+from helpers.scripted_api import Answer, Refusal, ScriptedAPI, ToolCall
 
 from vibe_rl.planner.offline import OfflinePlanner
 from vibe_rl.scaffold.doctor import diagnose
@@ -153,51 +152,21 @@ class ScriptedPlayers:
     MAX_EVENTS = 6
 
     def __init__(self):
-        self.requests: list[dict] = []
         self.refused = 0
-        outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({**body, "auth": self.headers["Authorization"]})
-                prompt = body["messages"][-1]["content"]
-                events = prompt.split("Public events:\n")[1].split("\nYour private notes:")[0].splitlines()
-                if len(events) > outer.MAX_EVENTS:
-                    outer.refused += 1
-                    return self.reply(400, {"error": {"message": "This model's maximum context length is 64 tokens",
-                                                      "type": "invalid_request_error",
-                                                      "code": "context_length_exceeded"}})
-                message = {"role": "assistant", "content": "I trust player nobody."}
-                if body.get("tools"):
-                    first = prompt.split("Options: ")[1].split(", ")[0].split(".")[0]
-                    if body["user"].split(":")[0] in ("werewolf", "seer"):
-                        args = json.dumps({"choice": first})
-                        message = {"role": "assistant", "content": None, "tool_calls": [
-                            {"id": "c1", "type": "function", "function": {"name": "choose", "arguments": args}}]}
-                    else:
-                        message["content"] = f"My choice is {first}."
-                self.reply(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
-
-            def reply(self, status, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def __call__(self, body: dict) -> Answer:
+        prompt = body["messages"][-1]["content"]
+        events = prompt.split("Public events:\n")[1].split("\nYour private notes:")[0].splitlines()
+        if len(events) > self.MAX_EVENTS:
+            self.refused += 1
+            return Refusal(400, {"error": {"message": "This model's maximum context length is 64 tokens",
+                                           "type": "invalid_request_error", "code": "context_length_exceeded"}})
+        if not body.get("tools"):
+            return "I trust player nobody."
+        first = prompt.split("Options: ")[1].split(", ")[0].split(".")[0]
+        if body["user"].split(":")[0] in ("werewolf", "seer"):
+            return ToolCall("choose", {"choice": first})
+        return f"My choice is {first}."
 
 
 SCRIPTED_DRIVER = """
@@ -214,11 +183,9 @@ print(json.dumps({k: v.model_dump() for k, v in run_episode(task, creds, seed=5)
 
 def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
     players = ScriptedPlayers()
-    try:
-        done = subprocess.run([sys.executable, "-c", SCRIPTED_DRIVER, players.url], cwd=project, capture_output=True,
+    with ScriptedAPI(players) as api:
+        done = subprocess.run([sys.executable, "-c", SCRIPTED_DRIVER, api.url], cwd=project, capture_output=True,
                               text=True, timeout=300)
-    finally:
-        players.close()
     assert done.returncode == 0, done.stderr[-3000:]
     outputs = json.loads(done.stdout.strip().splitlines()[-1])
     info = outputs["werewolves"]["metadata"]
@@ -227,7 +194,7 @@ def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
     assert players.refused > 0  # long prompts were refused, then retried with fewer events and answered
     # The werewolves' and the seer's calls use their own episode keys; the static village roles go through the
     # episode of the trainable team on their side (the seer's), which keeps it busy after the seer dies.
-    routes = {(r["user"].split(":")[0], r["model"], r["auth"]) for r in players.requests}
+    routes = {(r["user"].split(":")[0], r["model"], auth) for r, auth in zip(api.requests, api.auth, strict=True)}
     assert {"werewolf", "seer", "witch", "villager"} <= {role for role, _, _ in routes}
     for role, model, auth in routes:
         if role in ("werewolf", "seer"):

@@ -8,11 +8,10 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from helpers.scripted_api import Answer, ScriptedAPI, ToolCall
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "generated" / "who_is_spy"
@@ -50,48 +49,18 @@ def test_dataset_task_ids_are_unique_seeds():
     assert all(g["civilian_word"] != g["spy_word"] for g in games)
 
 
-class Players:
-    """Scripted OpenAI-compatible players. Descriptions are text; a civilian votes with a tool call, a spy
+def vote(body: dict) -> Answer:
+    """A scripted OpenAI-compatible player. Descriptions are text; a civilian votes with a tool call, a spy
     answers in plain text naming a player (the fallback path). Everyone votes the first other living player."""
-
-    def __init__(self):
-        self.requests: list[dict] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append(body)
-                message = {"role": "assistant", "content": "It is round and you can hold it."}
-                if body.get("tools"):
-                    prompt = body["messages"][-1]["content"]
-                    me = re.search(r"You are (player_\d+) \(", prompt).group(1)
-                    seats = re.findall(r"(player_\d+) \(([^)]+)\)", prompt.split("Players alive:")[1].split("\n")[0])
-                    pid, name = next((p, n) for p, n in seats if p != me)
-                    if body["user"].startswith("civilian:"):
-                        args = json.dumps({"player_id": pid})
-                        message = {"role": "assistant", "content": None, "tool_calls": [
-                            {"id": "call_1", "type": "function", "function": {"name": "vote", "arguments": args}}]}
-                    else:
-                        message["content"] = f"I think {name} is suspicious."
-                data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                                   "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    if not body.get("tools"):
+        return "It is round and you can hold it."
+    prompt = body["messages"][-1]["content"]
+    me = re.search(r"You are (player_\d+) \(", prompt).group(1)
+    seats = re.findall(r"(player_\d+) \(([^)]+)\)", prompt.split("Players alive:")[1].split("\n")[0])
+    pid, name = next((p, n) for p, n in seats if p != me)
+    if body["user"].startswith("civilian:"):
+        return ToolCall("vote", {"player_id": pid})
+    return f"I think {name} is suspicious."
 
 
 DRIVER = """
@@ -111,13 +80,9 @@ print(json.dumps({"single": out.model_dump(), "adv": [o.model_dump() for o in ad
 
 
 def test_episode_wiring_votes_and_rewards(project):
-    one, two = Players(), Players()
-    try:
+    with ScriptedAPI(vote) as one, ScriptedAPI(vote) as two:
         done = subprocess.run([sys.executable, "-c", DRIVER, one.url, two.url], cwd=project,
                               capture_output=True, text=True, timeout=300)
-    finally:
-        one.close()
-        two.close()
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     single, (adv_1, adv_2) = result["single"], result["adv"]
