@@ -8,38 +8,35 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 from helpers.scripted_api import ScriptedAPI
+from project_kit import (
+    REPO,
+    VIBE_RL,
+    assert_matches_the_templates,
+    copy_project,
+    pytest_inside,
+    ruff_check,
+    start_server,
+    stop_server,
+)
 
 from vibe_rl.planner.offline import OfflinePlanner
 from vibe_rl.scaffold.doctor import diagnose
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "templates" / "multi_model_translation" / "examples"
 SEED = EXAMPLES / "seed_prompt.zh.md"
 PROJECT = REPO / "generated" / "multi_model_translation"
-VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
 HUB = "/mnt/data_cpfs/model_cache/modelscope/hub/Qwen/Qwen/"
-
-
-def files_of(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
-                  and not any(part.startswith((".", "__pycache__")) for part in p.relative_to(folder).parts))
 
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    dst = tmp_path / "multi_model_translation"
-    shutil.copytree(PROJECT, dst, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-    return dst
+    return copy_project(PROJECT, tmp_path)
 
 
 # ---- planner -------------------------------------------------------------------------------------
@@ -81,27 +78,17 @@ def test_short_spec_uses_the_seed_layout():
 # ---- the committed project -----------------------------------------------------------------------
 
 def test_generated_project_matches_the_templates(tmp_path):
-    out = tmp_path / "multi_model_translation"
-    done = subprocess.run([VIBE_RL, "new", "--spec-file", str(SEED), "--planner", "offline", "--out", str(out)],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert files_of(out) == files_of(PROJECT)
-    for name in files_of(out):
-        assert (out / name).read_text() == (PROJECT / name).read_text(), (
-            f"generated/multi_model_translation/{name} drifted from the templates: regenerate it with vibe-rl new "
-            f"--spec-file {SEED.relative_to(REPO)} --planner offline --out generated/multi_model_translation --force")
+    assert_matches_the_templates(PROJECT, SEED, tmp_path)
 
 
 def test_roll_is_short_and_ruff_clean():
     assert len((PROJECT / "agent_roll.py").read_text().splitlines()) < 100
-    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or "ruff"
-    done = subprocess.run([ruff, "check", "--no-cache", str(PROJECT)], capture_output=True, text=True, timeout=120)
+    done = ruff_check(PROJECT)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_grader_tests_pass_inside_the_project(project):
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_workflow.py"],
-                          cwd=project, capture_output=True, text=True, timeout=300)
+    done = pytest_inside(project, "test_workflow.py")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -124,40 +111,6 @@ def test_doctor_passes_and_catches_injected_wiring_mistake(project):
 
 
 # ---- full episodes against two real swarm servers -------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(tmp_path: Path, name: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    log = open(tmp_path / f"{name}.log", "wb")
-    cmd = [VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny", "--experiment-dir",
-           str(tmp_path / name), "--set", "train.batch_size=2", "--set", "train.grpo_n=2",
-           "--set", "rollout.max_tokens=24", "--set", "model.max_model_len=4096", "--set", "model.device=cpu"]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-    while True:
-        try:
-            httpx.get(url + "/healthz", timeout=2.0)
-            return proc, url
-        except httpx.HTTPError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError((tmp_path / f"{name}.log").read_text()[-3000:]) from None
-            time.sleep(0.3)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
 
 def judge_answer(body: dict) -> str:
     """The scripted LLM judge: 2 points for any translation, 1 for any detection."""
@@ -203,7 +156,7 @@ def check_routing(result: dict) -> None:
 
 @pytest.mark.slow
 def test_episodes_reward_each_server_with_its_own_grader(project, tmp_path, tiny_model_dir):
-    servers = [start_server(tmp_path, "server1"), start_server(tmp_path, "server2")]
+    servers = [start_server(tmp_path, "server1", 24, 4096), start_server(tmp_path, "server2", 24, 4096)]
     try:
         urls = [url for _, url in servers]
         env_off = {"JUDGE_MODEL": "", "JUDGE_BASE_URL": ""}

@@ -7,40 +7,37 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
-import httpx
 import pytest
 from helpers.scripted_api import Answer, Refusal, ScriptedAPI, ToolCall
+from project_kit import (
+    REPO,
+    VIBE_RL,
+    assert_matches_the_templates,
+    copy_project,
+    pytest_inside,
+    ruff_check,
+    start_server,
+    stop_server,
+)
 
 from vibe_rl.planner.offline import OfflinePlanner
 from vibe_rl.scaffold.doctor import diagnose
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "templates" / "werewolves" / "examples"
 SEED = EXAMPLES / "seed_prompt.zh.md"
 PROJECT = REPO / "generated" / "werewolves"
-VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
 MODEL = "/mnt/data_cpfs/model_cache/modelscope/hub/Qwen/Qwen/Qwen2.5-7B-Instruct"
 STATIC = "Qwen3-235B-A22B"
 
 
-def files_of(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
-                  and not any(part.startswith((".", "__pycache__")) for part in p.relative_to(folder).parts))
-
-
 @pytest.fixture
 def project(tmp_path) -> Path:
-    dst = tmp_path / "werewolves"
-    shutil.copytree(PROJECT, dst, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-    return dst
+    return copy_project(PROJECT, tmp_path)
 
 
 # ---- planner -------------------------------------------------------------------------------------
@@ -97,27 +94,17 @@ def test_who_is_spy_seed_still_picks_who_is_spy():
 # ---- the committed project -----------------------------------------------------------------------
 
 def test_generated_werewolves_matches_the_templates(tmp_path):
-    out = tmp_path / "werewolves"
-    done = subprocess.run([VIBE_RL, "new", "--spec-file", str(SEED), "--planner", "offline", "--out", str(out)],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert files_of(out) == files_of(PROJECT)
-    for name in files_of(out):
-        assert (out / name).read_text() == (PROJECT / name).read_text(), (
-            f"generated/werewolves/{name} drifted from the templates: regenerate it with vibe-rl new "
-            f"--spec-file {SEED.relative_to(REPO)} --planner offline --out generated/werewolves --force")
+    assert_matches_the_templates(PROJECT, SEED, tmp_path)
 
 
 def test_roll_is_short_and_ruff_clean():
     assert len((PROJECT / "agent_roll.py").read_text().splitlines()) < 100
-    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or "ruff"
-    done = subprocess.run([ruff, "check", "--no-cache", str(PROJECT)], capture_output=True, text=True, timeout=120)
+    done = ruff_check(PROJECT)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_rule_tests_pass_inside_the_project(project):
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_game_engine.py"],
-                          cwd=project, capture_output=True, text=True, timeout=300)
+    done = pytest_inside(project, "test_game_engine.py")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "25 passed" in done.stdout
 
@@ -205,40 +192,6 @@ def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
 
 # ---- one full episode against a real swarm server -------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(tmp_path: Path, name: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    log = open(tmp_path / f"{name}.log", "wb")
-    cmd = [VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny", "--experiment-dir",
-           str(tmp_path / name), "--set", "train.batch_size=2", "--set", "train.grpo_n=2",
-           "--set", "rollout.max_tokens=16", "--set", "model.max_model_len=1024", "--set", "model.device=cpu"]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-    while True:
-        try:
-            httpx.get(url + "/healthz", timeout=2.0)
-            return proc, url
-        except httpx.HTTPError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError((tmp_path / f"{name}.log").read_text()[-3000:]) from None
-            time.sleep(0.3)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
 DRIVER = """
 import json, sys
 from vibe_rl.swarm import SwarmClient, TrainJob
@@ -258,7 +211,7 @@ print(json.dumps({"task": task.task_id, "outputs": {k: v.model_dump() for k, v i
 
 @pytest.mark.slow
 def test_one_episode_against_a_real_swarm_server(project, tmp_path, tiny_model_dir):
-    proc, url = start_server(tmp_path, "server1")
+    proc, url = start_server(tmp_path, "server1", 16, 1024)
     try:
         done = subprocess.run([sys.executable, "-c", DRIVER, url], cwd=project, capture_output=True, text=True,
                               timeout=900, env={**os.environ, "VIBE_RL_MAX_TOKENS": "16"})

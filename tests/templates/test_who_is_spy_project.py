@@ -5,23 +5,20 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from helpers.scripted_api import Answer, ScriptedAPI, ToolCall
+from project_kit import REPO, copy_project, pytest_inside, ruff_check
 
-REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "generated" / "who_is_spy"
 
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    dst = tmp_path / "who_is_spy"
-    shutil.copytree(PROJECT, dst, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-    return dst
+    return copy_project(PROJECT, tmp_path)
 
 
 def test_roll_scripts_are_short():
@@ -30,14 +27,12 @@ def test_roll_scripts_are_short():
 
 
 def test_ruff_clean():
-    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or "ruff"
-    done = subprocess.run([ruff, "check", "--no-cache", str(PROJECT)], capture_output=True, text=True, timeout=120)
+    done = ruff_check(PROJECT)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_game_rules_pass_in_the_project(project):
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_game_engine.py"],
-                          cwd=project, capture_output=True, text=True, timeout=300)
+    done = pytest_inside(project, "test_game_engine.py")
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"\b1\d passed", done.stdout)
 

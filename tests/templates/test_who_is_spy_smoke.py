@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 import yaml
-
-REPO = Path(__file__).resolve().parents[2]
-VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
+from helpers.ports import free_port
+from project_kit import REPO, VIBE_RL, copy_project
 
 DRIVER = """
 import json, sys
@@ -36,16 +32,9 @@ print(json.dumps({"output": output.model_dump(), "model": creds.model, "calls": 
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_one_episode_against_a_real_swarm_server(tmp_path, tiny_model_dir):
-    project = tmp_path / "who_is_spy"
-    shutil.copytree(REPO / "generated" / "who_is_spy", project, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    project = copy_project(REPO / "generated" / "who_is_spy", tmp_path)
     # The CPU variant of config.yaml: tiny model and one-episode groups. qwen-max keeps its DashScope URL;
     # with DASHSCOPE_API_KEY unset the server serves it as a frozen local copy (no key or network here).
     job = yaml.safe_load((project / "config.yaml").read_text())
