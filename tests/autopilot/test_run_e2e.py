@@ -6,12 +6,15 @@ Each run ends its sessions with --stop; all of them live on a private tmux socke
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import time
 
 import pytest
 from helpers.scripted_api import ScriptedAPI
 
-from .conftest import report_of, run_cli
+from .conftest import VIBE_RL, report_of, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -115,3 +118,21 @@ def test_fix_loop_refuses_outside_edit_then_fixes_commits_and_reaches_step_one(p
     # the key went to the LLM server, never to our output or logs
     assert "sk-test-secret" not in out
     assert all("sk-test-secret" not in p.read_text(errors="replace") for p in (project / "logs").iterdir())
+
+
+def test_sigterm_with_stop_ends_the_sessions(project, base_env):
+    """`timeout` or `kill` ends a run like Ctrl-C: with --stop its sessions do not outlive it."""
+    proc = subprocess.Popen([VIBE_RL, "run", str(project), "--until", "steps:1000", "--timeout", "300", "--stop"],
+                            env=base_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    short = json.loads((project / "task_spec.json").read_text())["short_name"]
+    client = f"{short}-swarm-client"
+    sock = base_env["VIBE_RL_TMUX_SOCKET"]
+    deadline = time.monotonic() + 240
+    while subprocess.run(["tmux", "-L", sock, "has-session", "-t", f"={client}"], capture_output=True).returncode:
+        assert proc.poll() is None and time.monotonic() < deadline, "the client session never started"
+        time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    rep = report_of(project)
+    assert rep["outcome"] == "stopped", out[-3000:]
+    assert _sessions_gone(base_env, rep)

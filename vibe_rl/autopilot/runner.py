@@ -10,6 +10,8 @@ restart. The loop stops after `max_fixes` LLM answers or when one failure is see
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -39,6 +41,18 @@ POOL_KINDS = {"empty_task_id", "repeated_task_id"}
 SERVER_KINDS = POOL_KINDS | {"server_died", "nan_loss", "oom"}  # a fix for these restarts the servers too
 
 
+def _sigterm_as_interrupt():
+    """Turn SIGTERM into KeyboardInterrupt while the run lasts; returns the undo. No-op off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
 class Runner:
     def __init__(self, opts: RunOptions, llm: FixLLM | None = None, out=print):
         self.opts, self.llm, self.out = opts, llm, out
@@ -56,6 +70,7 @@ class Runner:
     def run(self) -> RunReport:
         t0 = time.monotonic()
         rep = self.report
+        restore = _sigterm_as_interrupt()  # `timeout`/`kill` end the run like Ctrl-C: --stop still cleans up
         try:
             ensure_git(self.dir)
             self._preflight()
@@ -83,6 +98,7 @@ class Runner:
                     self.tmux.stop(name)
                 rep.notes.append("sessions stopped (--stop)")
             rep.save(self.dir)
+            restore()
         return rep
 
     def _preflight(self) -> None:
