@@ -38,13 +38,9 @@ def get_app() -> typer.Typer:
     if _registered:
         return app
     _registered = True
-    for name in ("model", "swarm", "new", "doctor", "run", "skills"):
-        try:
-            module = __import__(f"vibe_rl.cli.{name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"vibe_rl.cli.{name}":
-                raise
-            continue
+    from vibe_rl.cli import doctor, model, new, run, skills, swarm
+
+    for module in (model, swarm, new, doctor, run, skills):
         module.register(app)
     return app
 
