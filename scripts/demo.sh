@@ -5,5 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
-vibe-rl new --spec-file templates/who_is_spy/examples/seed_prompt.zh.md --planner offline --out /tmp/vibe-rl-demo --force
-exec vibe-rl run /tmp/vibe-rl-demo --until first-step --stop
+DEMO=${VIBE_RL_DEMO_DIR:-/tmp/vibe-rl-demo}
+# A fresh training each time: drop the previous demo's checkpoints and episodes (its venvs are kept and reused).
+rm -rf "$DEMO/experiments"
+vibe-rl new --spec-file templates/who_is_spy/examples/seed_prompt.zh.md --planner offline --out "$DEMO" --force
+exec vibe-rl run "$DEMO" --until first-step --stop

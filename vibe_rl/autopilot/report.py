@@ -86,3 +86,19 @@ def reward_so_far(statuses: dict[str, dict[str, Any]]) -> tuple[float | None, in
             if k and isinstance(r, (int, float)):
                 total, n = total + r * k, n + k
     return (total / n if n else None), episodes
+
+
+def flat_update_notes(statuses: dict[str, dict[str, Any]]) -> list[str]:
+    """Say so when a server's latest update had equal rewards in every GRPO group: zero advantages, so the
+    optimiser step ran but moved no weight. Typical of a random (tiny) model that never wins yet."""
+    notes = []
+    for name, st in statuses.items():
+        last = st.get("last_update") or {}
+        groups = int(last.get("groups") or 0)
+        if groups and int(last.get("all_equal_groups") or 0) == groups:
+            notes.append(f"{name}: every GRPO group of update {int(last.get('step') or 0)} had equal rewards (mean "
+                         f"{last.get('reward_mean')}), so its advantages and gradient were zero; learning starts "
+                         "once episodes of one task get different rewards (more steps, a warmer model, or a "
+                         "denser reward)")
+    return notes
+

@@ -30,7 +30,7 @@ from vibe_rl.autopilot.fixer import (
 )
 from vibe_rl.autopilot.llm import FixLLM
 from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions, port_free
-from vibe_rl.autopilot.report import Attempt, RunReport, reward_so_far
+from vibe_rl.autopilot.report import Attempt, RunReport, flat_update_notes, reward_so_far
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 from vibe_rl.autopilot.venvs import ensure_venv
 from vibe_rl.autopilot.watcher import ServerView, Watcher, audit_diagnosis
@@ -168,6 +168,7 @@ class Runner:
                     rep.outcome, rep.global_step = "success", snap.min_step()
                     rep.seconds_to_target = round(time.monotonic() - t0, 1)
                     rep.reward_mean, rep.episodes = reward_so_far(snap.statuses)
+                    rep.notes += flat_update_notes(snap.statuses)
                     return
                 diag = snap.diagnosis
                 if diag is None and time.monotonic() > deadline:

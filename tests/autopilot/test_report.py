@@ -1,0 +1,23 @@
+"""The run report's reading of the servers' latest updates."""
+
+from vibe_rl.autopilot.report import flat_update_notes, reward_so_far
+
+
+def _status(groups: int, all_equal: int, reward: float) -> dict:
+    return {"pool": {"completed_episodes": 0},
+            "last_update": {"step": 1, "groups": groups, "all_equal_groups": all_equal, "reward_mean": reward,
+                            "episodes": 4}}
+
+
+def test_an_update_with_only_equal_reward_groups_is_called_out():
+    notes = flat_update_notes({"server1": _status(2, 2, 0.0), "server2": _status(2, 1, 0.5)})
+    assert len(notes) == 1 and notes[0].startswith("server1:") and "gradient were zero" in notes[0]
+
+
+def test_no_note_without_an_update():
+    assert flat_update_notes({"server1": {"pool": {}, "last_update": None}}) == []
+
+
+def test_reward_so_far_reads_the_latest_updates():
+    mean, episodes = reward_so_far({"a": _status(2, 0, 1.0), "b": _status(2, 0, 0.0)})
+    assert mean == 0.5 and episodes == 8
