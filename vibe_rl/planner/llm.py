@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from typing import Any
 
 from pydantic import ValidationError
@@ -66,7 +67,7 @@ def parse(raw: str) -> TaskSpec:
     return spec
 
 
-class LLMPlanner:
+class LLMPlanner(ABC):
     """Subclasses implement `_start(text)` (first messages) and `_ask(messages)` (-> raw JSON, reply messages)
     and `_retry(reply, error)` (-> messages carrying the error back)."""
 
@@ -97,8 +98,9 @@ class LLMPlanner:
     def _start(self, text: str) -> list[dict[str, Any]]:
         return [{"role": "user", "content": text}]
 
+    @abstractmethod
     def _ask(self, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-        raise NotImplementedError
+        """Send `messages`; return the raw TaskSpec JSON and the reply turns to append on a retry."""
 
     def _retry(self, reply: list[dict[str, Any]], error: str) -> list[dict[str, Any]]:
         return [{"role": "user", "content": f"That TaskSpec is invalid: {error}\nReply with the corrected JSON."}]
