@@ -4,6 +4,7 @@ generated projects, their drift and lint checks, `vibe-rl swarm start` servers w
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -117,3 +118,26 @@ def run_until_first_step(project: Path, keep_out: tuple[str, ...] = ()) -> tuple
         subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)  # our private server only
     report = json.loads((project / "logs" / "autopilot-report.json").read_text())
     return done, report
+
+
+def _load(path: Path, as_name: str):
+    spec = importlib.util.spec_from_file_location(as_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[as_name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_project_tests(project: Path, pure_module: str, family: str, test_file: str):
+    """Import a template's own test module with its `pure_module` (e.g. game_engine) bound to that family's
+    copy, under family-specific names so several families' modules of the same name do not collide."""
+    saved = sys.modules.get(pure_module)
+    sys.modules[pure_module] = _load(project / f"{pure_module}.py", f"{family}_{pure_module}")
+    try:
+        return _load(project / test_file, f"{family}_project_tests")
+    finally:
+        if saved is None:
+            sys.modules.pop(pure_module, None)
+        else:
+            sys.modules[pure_module] = saved
+
