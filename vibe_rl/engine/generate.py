@@ -7,24 +7,27 @@ decode steps, requests that arrived meanwhile are prefilled and join the running
 batch (their KV cache is left-padded to the batch's width), when the model's
 cache is the plain dynamic kind; otherwise they wait for the next batch.
 The logprob recorded for each token is its entry in the distribution it was
-sampled from (`vibe_rl.rl.logprobs.sampling_logprobs`).
+sampled from (`vibe_rl.rl.logprobs.sampling_logprobs`). A request's optional
+`on_token` callback sees each token right after it is sampled (streaming), and
+`top_logprobs` > 0 records that many alternatives per position (one top-k per
+step for the whole batch).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from vibe_rl.engine.base import Generation, SamplingParams
+from vibe_rl.engine.base import Generation, SamplingParams, TokenCallback
 from vibe_rl.engine.sampler import gumbel_sample
 from vibe_rl.extras import require
-from vibe_rl.rl.batch import stable_attention
-from vibe_rl.rl.logprobs import sampling_logprobs
 
+log = logging.getLogger(__name__)
 
 @dataclass
 class Request:
@@ -32,6 +35,7 @@ class Request:
     sampling: SamplingParams
     seed: int
     future: Future = field(default_factory=Future)
+    on_token: TokenCallback | None = None
 
 
 @dataclass
@@ -41,7 +45,21 @@ class _Row:
     window: int  # tokens to decode when checking stop strings
     ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    top: list[list[tuple[int, float]]] = field(default_factory=list)
     finish: str | None = None
+
+    def push(self, token: int, logprob: float, top: list[tuple[int, float]] | None) -> None:
+        """Record one sampled token and tell the request's on_token callback (a failing one is dropped)."""
+        self.ids.append(token)
+        self.logprobs.append(logprob)
+        if top is not None:
+            self.top.append(top)
+        if self.req.on_token is not None:
+            try:
+                self.req.on_token(token, logprob)
+            except Exception:
+                log.exception("on_token callback failed; no more tokens are streamed to it")
+                self.req.on_token = None
 
 
 @dataclass
@@ -146,6 +164,9 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
     batches, requests, generated_tokens, largest_batch (most rows decoded
     together) and joined_requests.
     """
+    from vibe_rl.rl.batch import stable_attention  # the same attention backends and distribution as training
+    from vibe_rl.rl.logprobs import sampling_logprobs
+
     stats = stats if stats is not None else {}
     torch = require("torch", "generating with the torch engine")
     device = next(model.parameters()).device
@@ -177,9 +198,9 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
                 picked = torch.where(p["greedy"], run.logits.argmax(dim=-1), sampled)  # (b,)
                 chosen = logp.gather(-1, picked[:, None]).squeeze(-1)  # (b,)
                 tokens, token_logprobs = picked.tolist(), chosen.tolist()  # one device sync per step
+                tops = _top_logprobs(logp, run.rows)
                 for j, row in enumerate(run.rows):
-                    row.ids.append(tokens[j])
-                    row.logprobs.append(token_logprobs[j])
+                    row.push(tokens[j], token_logprobs[j], tops[j])
                     if tokens[j] in eos_ids or (row.req.sampling.stop and _hits_stop(tokenizer, row)):
                         row.finish = "stop"
                     elif len(row.ids) >= row.budget:
@@ -208,8 +229,21 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
     return [_generation(r, version) for r in every]
 
 
+def _top_logprobs(logp: Any, rows: list[_Row]) -> list[list[tuple[int, float]] | None]:
+    """Each row's `top_logprobs` most likely (id, logprob) pairs, finite ones only; None for rows that want none."""
+    want = [r.req.sampling.top_logprobs for r in rows]
+    k = max(want)
+    if k == 0:
+        return [None] * len(rows)
+    values, ids = logp.topk(k, dim=-1)  # (b, k), most likely first
+    values, ids = values.tolist(), ids.tolist()
+    return [[(ids[j][i], values[j][i]) for i in range(n) if values[j][i] != float("-inf")] if n else None
+            for j, n in enumerate(want)]
+
+
 def _generation(row: _Row, version: int) -> Generation:
-    return Generation(list(row.ids), list(row.logprobs), row.finish or "length", version, len(row.req.prompt_ids))
+    return Generation(list(row.ids), list(row.logprobs), row.finish or "length", version, len(row.req.prompt_ids),
+                      [list(t) for t in row.top])
 
 
 def _hits_stop(tokenizer: Any, row: _Row) -> bool:

@@ -28,7 +28,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vibe_rl.engine.base import Generation, SamplingParams
+from vibe_rl.engine.base import Generation, SamplingParams, TokenCallback
 from vibe_rl.engine.generate import Request, generate_batch
 from vibe_rl.engine.loader import (
     load_causal_lm,
@@ -92,7 +92,8 @@ class TorchEngine:
 
     # ---- generation -------------------------------------------------------------------------
 
-    def submit(self, prompt_ids: list[int], sampling: SamplingParams | None = None) -> Future[Generation]:
+    def submit(self, prompt_ids: list[int], sampling: SamplingParams | None = None,
+               on_token: TokenCallback | None = None) -> Future[Generation]:
         if self._closed:
             raise EngineError("The engine is closed; build a new one with load_engine(...).")
         sampling = sampling or SamplingParams()
@@ -108,7 +109,7 @@ class TorchEngine:
         if bad:
             raise ConfigError(f"Prompt token ids {bad[:5]} are outside the vocabulary (size {self.vocab_size}).")
         seed = sampling.seed if sampling.seed is not None else self._rng.getrandbits(62)
-        request = Request(prompt_ids, sampling, seed)
+        request = Request(prompt_ids, sampling, seed, on_token=on_token)
         self._queue.put(request)
         return request.future
 
@@ -198,7 +199,10 @@ class TorchEngine:
 
         self._require_trainable()
         with self._exclusive(), self._threads():
-            return grpo_step(self, samples)
+            metrics, applied = grpo_step(
+                self.model, self.optimizer, samples, self.train_config, pad_id=self.pad_id, device=self.device,
+                max_len=self.max_model_len, ref_model=self.ref_model, version=self.version)
+            return self.finish_step(metrics, skipped=not applied)
 
     def sft(self, conversations: list[list[dict]]) -> dict[str, float]:
         """One supervised step on chat conversations (loss on assistant tokens), for warm starts."""
@@ -206,7 +210,10 @@ class TorchEngine:
 
         self._require_trainable()
         with self._exclusive(), self._threads():
-            return sft_step(self, conversations)
+            metrics, applied = sft_step(
+                self.model, self.optimizer, self.tokenizer, conversations, self.train_config, pad_id=self.pad_id,
+                device=self.device, max_len=self.max_model_len)
+            return self.finish_step(metrics, skipped=not applied)
 
     @contextlib.contextmanager
     def _threads(self) -> Iterator[None]:
