@@ -38,21 +38,30 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vibe_rl.extras import require
 from vibe_rl.rl.batch import collate, micro_batches, prepare, score
 from vibe_rl.rl.samples import Sample
 
+if TYPE_CHECKING:
+    from vibe_rl.schema import TrainConfig
 
-def grpo_step(engine: Any, samples: list[Sample]) -> dict[str, float]:
-    """Run one update on `engine` (a TorchEngine: model, optimizer, train_config, ref_model, ...)."""
+
+def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfig, *, pad_id: int, device: Any,
+              max_len: int, ref_model: Any = None, version: int = 0) -> tuple[dict[str, float], bool]:
+    """One update of `model` with `optimizer` -> (metrics, applied).
+
+    `ref_model` is the frozen KL reference (None with LoRA: the base model with the adapter
+    off is the reference); `version` is the current weight version, for the staleness metric.
+    `applied` is False when the step was skipped because something was not finite.
+    """
     torch = require("torch", "GRPO training")
-    cfg, model, opt = engine.train_config, engine.model, engine.optimizer
+    opt = optimizer
     started = time.monotonic()
 
     # 1. Cap and truncate; count what was cut.
-    prep = prepare(samples, engine.max_model_len, cfg.max_samples)
+    prep = prepare(samples, max_len, cfg.max_samples)
     kl_on = cfg.kl_coef > 0
     total_tokens = sum(s.num_loss_tokens for s in prep.samples)
     active = [s for s in prep.samples if kl_on or s.advantage != 0.0]
@@ -64,7 +73,7 @@ def grpo_step(engine: Any, samples: list[Sample]) -> dict[str, float]:
     finite = True
     try:
         for chunk in micro_batches(active, cfg.micro_batch_size):
-            batch = collate(chunk, engine.pad_id, engine.device)
+            batch = collate(chunk, pad_id, device)
             logp, mask = score(model, batch)  # (N,) new logprobs of the written tokens
             old = batch["old_logprobs"][:, 1:][mask]  # (N,)
             adv = batch["advantage"][:, None].expand(mask.shape)[mask]  # (N,)
@@ -74,7 +83,7 @@ def grpo_step(engine: Any, samples: list[Sample]) -> dict[str, float]:
             pg = -torch.minimum(ratio * adv, clipped_ratio * adv)  # (N,)
             per_token = pg
             if kl_on:
-                ref_logp = _reference_logprobs(engine, batch)  # (N,), no grad
+                ref_logp = _reference_logprobs(model, ref_model, batch)  # (N,), no grad
                 delta = ref_logp - logp
                 kl = torch.exp(delta) - delta - 1  # (N,) k3: unbiased, always >= 0
                 per_token = pg + cfg.kl_coef * kl
@@ -121,21 +130,21 @@ def grpo_step(engine: Any, samples: list[Sample]) -> dict[str, float]:
         "num_loss_tokens": float(total_tokens),
         "zero_advantage_samples": float(sum(s.advantage == 0.0 for s in prep.samples)),
         "advantage_abs_mean": sum(abs(s.advantage) for s in prep.samples) / max(len(prep.samples), 1),
-        "staleness_mean": sum(engine.version - s.weight_version for s in prep.samples) / max(len(prep.samples), 1),
+        "staleness_mean": sum(version - s.weight_version for s in prep.samples) / max(len(prep.samples), 1),
         "truncated_samples": float(prep.truncated_samples),
         "truncated_loss_tokens": float(prep.truncated_loss_tokens),
         "dropped_samples": float(prep.dropped_samples),
         "lr": float(opt.param_groups[0]["lr"]),
         "time_s": time.monotonic() - started,
     }
-    return engine.finish_step(metrics, skipped=not finite)
+    return metrics, finite
 
 
-def _reference_logprobs(engine: Any, batch: dict[str, Any]) -> Any:
+def _reference_logprobs(model: Any, ref_model: Any, batch: dict[str, Any]) -> Any:
     """Log-probs under the frozen reference: the separate ref model, or the base model with LoRA off."""
     torch = require("torch", "GRPO training")
     with torch.no_grad():
-        if engine.ref_model is not None:
-            return score(engine.ref_model, batch)[0]
-        with engine.model.disable_adapter():  # peft: the untouched base weights are the reference
-            return score(engine.model, batch)[0]
+        if ref_model is not None:
+            return score(ref_model, batch)[0]
+        with model.disable_adapter():  # peft: the untouched base weights are the reference
+            return score(model, batch)[0]

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vibe_rl.errors import ConfigError
 from vibe_rl.extras import require
 from vibe_rl.rl.batch import collate, micro_batches, prepare, score
 from vibe_rl.rl.samples import Sample
+
+if TYPE_CHECKING:
+    from vibe_rl.schema import TrainConfig
 
 
 def _split(example: Any) -> tuple[list[dict], list[dict] | None]:
@@ -49,12 +52,13 @@ def chat_sample(tokenizer: Any, example: Any) -> Sample:
     return Sample(input_ids=list(ids), loss_mask=mask, old_logprobs=[0.0] * len(ids))
 
 
-def sft_step(engine: Any, examples: list[Any]) -> dict[str, float]:
-    """One supervised optimiser step on `engine` (a TorchEngine)."""
+def sft_step(model: Any, optimizer: Any, tokenizer: Any, examples: list[Any], cfg: TrainConfig, *, pad_id: int,
+             device: Any, max_len: int) -> tuple[dict[str, float], bool]:
+    """One supervised optimiser step -> (metrics, applied); applied is False when a value was not finite."""
     torch = require("torch", "SFT training")
     started = time.monotonic()
-    cfg, model, opt = engine.train_config, engine.model, engine.optimizer
-    prep = prepare([chat_sample(engine.tokenizer, ex) for ex in examples], engine.max_model_len)
+    opt = optimizer
+    prep = prepare([chat_sample(tokenizer, ex) for ex in examples], max_len)
     total_tokens = sum(s.num_loss_tokens for s in prep.samples)
 
     model.train()
@@ -62,7 +66,7 @@ def sft_step(engine: Any, examples: list[Any]) -> dict[str, float]:
     nll_sum, finite = 0.0, True
     try:
         for chunk in micro_batches(prep.samples, cfg.micro_batch_size):
-            logp, _ = score(model, collate(chunk, engine.pad_id, engine.device), temperature_aware=False)  # (N,)
+            logp, _ = score(model, collate(chunk, pad_id, device), temperature_aware=False)  # (N,)
             loss = -logp.sum() / max(total_tokens, 1)  # token mean over the whole batch
             if not torch.isfinite(loss):
                 finite = False
@@ -86,4 +90,4 @@ def sft_step(engine: Any, examples: list[Any]) -> dict[str, float]:
         "truncated_loss_tokens": float(prep.truncated_loss_tokens),
         "time_s": time.monotonic() - started,
     }
-    return engine.finish_step(metrics, skipped=not finite)
+    return metrics, finite
