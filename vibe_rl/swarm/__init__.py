@@ -6,14 +6,20 @@ Importing this package is light (no torch, no fastapi): a generated project's
 
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.client import InFlightReport, SwarmClient, SwarmHTTPError, run_in_flight
+from vibe_rl.swarm.episodes import Episode, Episodes, LLMRouter, RoleLLM, open_episodes
 
 __all__ = [
+    "Episode",
+    "Episodes",
     "InFlightReport",
+    "LLMRouter",
     "OpenaiBaseUrlAndApiKey",
+    "RoleLLM",
     "SwarmClient",
     "SwarmHTTPError",
     "Task",
     "TrainJob",
     "WorkflowOutput",
+    "open_episodes",
     "run_in_flight",
 ]

@@ -1,11 +1,13 @@
 """The light Python client of a swarm server (no torch, no fastapi).
 
-    client = SwarmClient("http://127.0.0.1:10086")
-    client.auto_sync_train_config_and_start_engine(TrainJob.from_yaml("job.yaml"))
-    episode_uuid, api = client.begin_episode(discard_episode_timeout=240)
-    llm = openai.OpenAI(base_url=api.base_url, api_key=api.api_key)
-    ... llm.chat.completions.create(model=api.model, messages=..., user="spy:player_3") ...
-    client.end_episode(task, episode_uuid, WorkflowOutput(reward=1.0))
+    swarm = SwarmClient("http://127.0.0.1:10086")
+    swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml("job.yaml"))
+    with swarm.episode(task, timeout=240) as ep:     # aborted if the block raises
+        reply = ep.openai().chat.completions.create(model=ep.model, messages=..., user="spy:player_3")
+        ep.end(1.0, {"winner": "civilian"})
+
+`begin_episode` / `end_episode` / `abort_episode` are the same steps one by one;
+`vibe_rl.swarm.episodes` has the multi-server variant and role routing.
 
 Waiting and retries:
 - `begin_episode` waits (honouring Retry-After) while the engine boots or runs a
@@ -33,6 +35,7 @@ import httpx
 
 from vibe_rl.errors import SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
+from vibe_rl.swarm.episodes import Episode, open_episode
 
 log = logging.getLogger("vibe_rl.swarm.client")
 
@@ -151,10 +154,25 @@ class SwarmClient:
 
     # ------------------------------------------------------------ episodes
 
-    def begin_episode(self, discard_episode_timeout: float | None = None) -> tuple[str, OpenaiBaseUrlAndApiKey]:
+    def episode(self, task: Task, timeout: float | None = None, eval: bool = False) -> Any:
+        """`with swarm.episode(task) as ep:` an open Episode (ep.base_url, ep.api_key, ep.model, ep.openai());
+        end it with `ep.end(reward, metadata)`; an exception in the block aborts it. `timeout`: seconds
+        without an LLM call after which the server discards it. `eval=True`: see `begin`."""
+        return open_episode(self, task, timeout=timeout, eval=eval)
+
+    def begin(self, task: Task, timeout: float | None = None, eval: bool = False) -> Episode:
+        """Begin an episode of `task` (the context manager `episode` is usually nicer). An eval episode is
+        served by the current weights and its reward is logged as eval/*, but it is never trained on."""
+        uuid, creds = self.begin_episode(timeout, kind="eval" if eval else "train")
+        return Episode(self, uuid, creds, task, kind="eval" if eval else "train")
+
+    def begin_episode(self, discard_episode_timeout: float | None = None,
+                      kind: str = "train") -> tuple[str, OpenaiBaseUrlAndApiKey]:
         """A new episode and its OpenAI credentials; waits while the engine boots or updates."""
-        data = self._call("POST", "/episode/begin", {"discard_episode_timeout": discard_episode_timeout},
-                          wait_busy=True)
+        body: dict[str, Any] = {"discard_episode_timeout": discard_episode_timeout}
+        if kind != "train":
+            body["kind"] = kind
+        data = self._call("POST", "/episode/begin", body, wait_busy=True)
         return data["episode_uuid"], OpenaiBaseUrlAndApiKey(base_url=data["base_url"], api_key=data["api_key"],
                                                             model=data["model"])
 

@@ -1,0 +1,86 @@
+"""The episode context managers and role routing, against a real server driven by the openai SDK."""
+
+from __future__ import annotations
+
+import pytest
+
+from vibe_rl.errors import SwarmError
+from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, SwarmClient, Task, WorkflowOutput, open_episodes
+
+
+def counts(client: SwarmClient) -> tuple[int, int]:
+    pool = client.get_engine_status()["pool"]
+    return pool["completed_episodes"], pool["aborted_episodes"]
+
+
+def test_episode_yields_working_credentials_and_ends_with_the_reward(shared_server):
+    with SwarmClient(shared_server.url) as swarm:
+        done, aborted = counts(swarm)
+        with swarm.episode(Task(task_id="ctx-1"), timeout=60) as ep:
+            assert ep.base_url.endswith("/v1") and ep.api_key and ep.model
+            reply = ep.openai().chat.completions.create(model=ep.model, user="civilian:p1",
+                                                        messages=[{"role": "user", "content": "hi"}])
+            assert reply.choices[0].message.content is not None
+            assert ep.openai() is ep.openai()  # one client per episode
+            result = ep.end(0.5, {"winner": "civilian"})
+        assert result["already_ended"] is False and result["llm_calls"] == 1
+        assert counts(swarm) == (done + 1, aborted)
+
+
+def test_an_exception_in_the_block_aborts_the_episode_and_propagates(shared_server):
+    with SwarmClient(shared_server.url) as swarm:
+        _, aborted = counts(swarm)
+        with pytest.raises(ZeroDivisionError), swarm.episode(Task(task_id="ctx-2")) as ep:
+            ep.openai().chat.completions.create(model=ep.model, messages=[{"role": "user", "content": "hi"}])
+            1 / 0
+        assert ep.closed and counts(swarm)[1] == aborted + 1
+        ep.abort()  # aborting again (or an episode the server dropped) is not an error
+
+
+def test_leaving_the_block_without_a_reward_is_an_error(shared_server):
+    with SwarmClient(shared_server.url) as swarm:
+        _, aborted = counts(swarm)
+        with pytest.raises(SwarmError, match=r"without end\(reward\)"), swarm.episode(Task(task_id="ctx-3")):
+            pass
+        assert counts(swarm)[1] == aborted + 1
+
+
+def test_open_episodes_with_per_name_tasks_and_routing(shared_server):
+    team_models = {"wolf": "server1", "seer": "server1", "villager": "judge-model"}
+    teams = {"wolf": "wolves", "seer": "seer", "villager": "wolves"}
+    with SwarmClient(shared_server.url) as swarm:
+        done, _ = counts(swarm)
+        tasks = {team: Task(task_id=f"game-7-{team}") for team in ("wolves", "seer")}
+        with open_episodes({"wolves": swarm, "seer": swarm}, tasks, timeout=60) as eps:
+            assert eps["wolves"].api_key != eps["seer"].api_key
+            router = LLMRouter(team_models, eps, trainable={"server1"}, episode_for=teams.get)
+            wolf, villager = router.llm_for("wolf"), router.llm_for("villager")
+            assert wolf.model == eps["wolves"].model and villager.model == "judge-model"
+            assert wolf.client is villager.client  # one OpenAI client per episode
+            assert router.llm_for("seer").client.api_key == eps["seer"].api_key
+            message = wolf.chat([{"role": "user", "content": "Who do we attack?"}], user="wolf:player_2",
+                                max_tokens=4)
+            assert message.role == "assistant"
+            with pytest.raises(SwarmError, match="No output for episode"):
+                eps.end({"wolves": 1.0})
+            eps.end({"wolves": 1.0, "seer": WorkflowOutput(reward=0.0, metadata={"team": "seer"})})
+        assert counts(swarm)[0] == done + 2
+
+
+def test_a_failure_while_opening_aborts_what_was_opened(shared_server):
+    with SwarmClient(shared_server.url) as swarm, SwarmClient("http://127.0.0.1:9", wait_timeout=1) as nowhere:
+        _, aborted = counts(swarm)
+        with pytest.raises(SwarmError, match="Cannot reach"), \
+                open_episodes({"server1": swarm, "server2": nowhere}, Task(task_id="ctx-5")):
+            pass
+        assert counts(swarm)[1] == aborted + 1
+
+
+def test_router_defaults_send_static_roles_through_the_first_episode():
+    endpoints = {"server1": OpenaiBaseUrlAndApiKey(base_url="http://127.0.0.1:1/v1", api_key="k1", model="m1"),
+                 "server2": OpenaiBaseUrlAndApiKey(base_url="http://127.0.0.1:2/v1", api_key="k2", model="m2")}
+    router = LLMRouter({"a": "server2", "b": "qwen-max"}, endpoints)
+    assert (router.llm_for("a").model, router.llm_for("a").client.api_key) == ("m2", "k2")
+    assert (router.llm_for("b").model, router.llm_for("b").client.api_key) == ("qwen-max", "k1")
+    with pytest.raises(SwarmError, match="not in the team table"):
+        router.llm_for("c")

@@ -1,0 +1,180 @@
+"""Episodes as context managers, and routing each game role to its model.
+
+    with swarm.episode(task, timeout=600) as ep:          # one server
+        reply = ep.openai().chat.completions.create(model=ep.model, messages=..., user="spy:player_3")
+        ep.end(reward, {"winner": "spy"})
+
+    with open_episodes({"server1": swarm_1, "server2": swarm_2}, task) as eps:   # several servers
+        llm_for = LLMRouter(TEAM_MODELS, eps).llm_for       # role -> RoleLLM (client + model name)
+        ...
+        eps.end({"server1": output_1, "server2": output_2})
+
+Leaving the `with` block by an exception aborts every episode still open (an
+episode that the server already dropped is not an error) and re-raises. Leaving
+it without ending an episode aborts it too, and raises SwarmError: a reward
+that was never reported is a bug in the client, not something to skip silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Collection, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from vibe_rl.errors import SwarmError
+from vibe_rl.extras import require
+from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
+
+if TYPE_CHECKING:
+    from vibe_rl.swarm.client import SwarmClient
+
+log = logging.getLogger("vibe_rl.swarm.episodes")
+
+
+class Endpoint(Protocol):
+    """What a router needs of an episode: OpenAI credentials (Episode and OpenaiBaseUrlAndApiKey both fit)."""
+
+    base_url: str
+    api_key: str
+    model: str
+
+
+class Episode:
+    """One open episode on one server: its OpenAI credentials, then `end(reward)` or `abort()`."""
+
+    def __init__(self, client: SwarmClient, uuid: str, credentials: OpenaiBaseUrlAndApiKey, task: Task,
+                 kind: str = "train"):
+        self.client, self.uuid, self.credentials, self.task, self.kind = client, uuid, credentials, task, kind
+        self.base_url, self.api_key, self.model = credentials.base_url, credentials.api_key, credentials.model
+        self.closed = False
+        self._openai: Any = None
+
+    def openai(self, max_retries: int = 3) -> Any:
+        """An `openai.OpenAI` client for this episode (made once, then reused)."""
+        if self._openai is None:
+            openai = require("openai", "calling the episode's model with the openai SDK")
+            self._openai = openai.OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=max_retries)
+        return self._openai
+
+    def end(self, reward: float | WorkflowOutput, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Report the reward (a number, or a WorkflowOutput); the server stores the episode before answering."""
+        output = reward if isinstance(reward, WorkflowOutput) else WorkflowOutput(reward=reward,
+                                                                                   metadata=metadata or {})
+        result = self.client.end_episode(self.task, self.uuid, output)
+        self.closed = True
+        return result
+
+    def abort(self) -> None:
+        """Drop the episode (nothing is trained on it). An episode the server already dropped is fine."""
+        from vibe_rl.swarm.client import SwarmHTTPError
+
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.client.abort_episode(self.uuid)
+        except SwarmHTTPError as exc:  # e.g. discarded while idle: it is gone either way
+            log.info("abort of episode %s: %s", self.uuid, exc)
+
+
+class Episodes(dict[str, Episode]):
+    """Episodes opened together (one per server, or per team), by name; see `open_episodes`."""
+
+    def end(self, outputs: Mapping[str, float | WorkflowOutput]) -> None:
+        """End every episode with its own output; a name without an output is an error (nothing is sent)."""
+        missing = sorted(set(self) - set(outputs))
+        if missing:
+            raise SwarmError(f"No output for episode(s) {missing}; pass one per name in {sorted(self)}.")
+        for name, episode in self.items():
+            episode.end(outputs[name])
+
+
+@contextlib.contextmanager
+def _closing(episodes: list[Episode]) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        for ep in episodes:
+            ep.abort()
+        raise
+    open_ones = [ep for ep in episodes if not ep.closed]
+    for ep in open_ones:
+        ep.abort()
+    if open_ones:
+        raise SwarmError(f"{len(open_ones)} episode(s) left the `with` block without end(reward) (task "
+                         f"{open_ones[0].task.task_id}); they were aborted. Call ep.end(reward) (or ep.abort()) "
+                         "inside the block.")
+
+
+@contextlib.contextmanager
+def open_episode(client: SwarmClient, task: Task, timeout: float | None = None,
+                 eval: bool = False) -> Iterator[Episode]:
+    """`SwarmClient.episode`: begin an episode of `task`, yield it, abort it on an exception."""
+    if not isinstance(task, Task):
+        task = Task.model_validate(task)
+    ep = client.begin(task, timeout=timeout, eval=eval)
+    with _closing([ep]):
+        yield ep
+
+
+@contextlib.contextmanager
+def open_episodes(servers: Mapping[str, SwarmClient], task: Task | Mapping[str, Task], timeout: float | None = None,
+                  eval: bool = False) -> Iterator[Episodes]:
+    """One episode per name in `servers` (the same client may appear under several names, e.g. one episode
+    per team), all of `task` or each of its own task (`{name: Task}`); aborted together on an exception."""
+    tasks = task if isinstance(task, Mapping) else dict.fromkeys(servers, task)
+    opened = Episodes()
+    try:
+        for name, client in servers.items():
+            opened[name] = client.begin(tasks[name], timeout=timeout, eval=eval)
+    except BaseException:
+        for ep in opened.values():
+            ep.abort()
+        raise
+    with _closing(list(opened.values())):
+        yield opened
+
+
+class RoleLLM:
+    """The model one role talks to: an OpenAI client and the model name to pass."""
+
+    def __init__(self, client: Any, model: str, role: str):
+        self.client, self.model, self.role = client, model, role
+
+    def chat(self, messages: list[dict[str, Any]], user: str, **kwargs: Any) -> Any:
+        """One chat call; returns the first choice's message. `user` tags the call, e.g. 'spy:player_3'."""
+        reply = self.client.chat.completions.create(model=self.model, messages=messages, user=user, **kwargs)
+        return reply.choices[0].message
+
+
+class LLMRouter:
+    """role -> RoleLLM, from a team table such as `{"civilian": "server1", "spy": "qwen-max"}`.
+
+    A target that names an open endpoint (or is listed in `trainable`) is a trainable server: calls use that
+    episode's model. Any other target is a static model, called by name through an episode's URL (the
+    server forwards it). `episode_for(role)` picks the endpoint a role's calls go through; by default the
+    target's own, else the first. One OpenAI client is made per episode key.
+    """
+
+    def __init__(self, team_models: Mapping[str, str], endpoints: Mapping[str, Endpoint],
+                 trainable: Collection[str] | None = None, episode_for: Callable[[str], str] | None = None,
+                 max_retries: int = 3):
+        if not endpoints:
+            raise SwarmError("LLMRouter needs at least one open episode to route calls through.")
+        self.team_models, self.endpoints = dict(team_models), dict(endpoints)
+        self.trainable = set(trainable) if trainable is not None else set(self.endpoints)
+        self.episode_for = episode_for or (lambda role: self.team_models[role] if self.team_models[role] in
+                                           self.endpoints else next(iter(self.endpoints)))
+        self.max_retries = max_retries
+        self._clients: dict[str, Any] = {}
+
+    def llm_for(self, role: str) -> RoleLLM:
+        if role not in self.team_models:
+            raise SwarmError(f"Role '{role}' is not in the team table {sorted(self.team_models)}; add it there.")
+        target, via = self.team_models[role], self.endpoints[self.episode_for(role)]
+        if via.api_key not in self._clients:
+            openai = require("openai", "calling models with the openai SDK")
+            self._clients[via.api_key] = openai.OpenAI(base_url=via.base_url, api_key=via.api_key,
+                                                       max_retries=self.max_retries)
+        return RoleLLM(self._clients[via.api_key], via.model if target in self.trainable else target, role)
