@@ -14,6 +14,8 @@ from vibe_rl.autopilot.fixer import (
     commit_fix,
     ensure_git,
     parse_fix,
+    record_fix,
+    snapshot,
 )
 
 EXPECTED = {"civilian": Expected("server", "server1", "civilians"), "spy": Expected("static", "qwen-max", "spies")}
@@ -128,3 +130,41 @@ def test_git_baseline_leaves_out_venvs_logs_and_experiments(tmp_path):
     ensure_git(proj)
     tracked = subprocess.run(["git", "ls-files"], cwd=proj, capture_output=True, text=True).stdout.split()
     assert tracked == ["agent_run.py"] and not (proj / ".gitignore").exists()
+
+
+def _git(cwd, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def test_a_project_inside_the_users_repo_gets_a_patch_and_no_nested_repo(tmp_path):
+    outer = tmp_path / "user_repo"
+    outer.mkdir()
+    _git(outer, "init", "-q")
+    proj = _project(outer)
+    ensure_git(proj)  # inside another repository: refuses to nest
+    assert not (proj / ".git").exists()
+    fix = parse_fix(ANSWER)
+    before = snapshot(proj, fix)
+    apply_fix(proj, fix)
+    diag = Diagnosis("traceback", "NameError: name 'make_playrs' is not defined", "c", str(proj / "agent_run.py"), 2)
+    where = record_fix(proj, before, fix, diag)
+    assert not (proj / ".git").exists() and "not committed" in where and str(outer.resolve()) in where
+    patch = proj / "logs" / "fixes" / "001-traceback.patch"
+    text = patch.read_text()
+    assert "-    return make_playrs()" in text and "+    return make_players()" in text
+    # the patch is real: it reverses cleanly in the user's repository
+    assert _git(outer, "apply", "-R", "--check", "--directory", proj.relative_to(outer).as_posix(),
+                str(patch)).returncode == 0, text
+    assert _git(outer, "log").returncode != 0  # nothing was committed in the user's repo
+
+
+def test_a_project_that_is_its_own_repo_gets_a_commit_and_a_patch(tmp_path):
+    proj = _project(tmp_path)
+    ensure_git(proj)
+    fix = parse_fix(ANSWER)
+    before = snapshot(proj, fix)
+    apply_fix(proj, fix)
+    where = record_fix(proj, before, fix, Diagnosis("traceback", "NameError", "c"))
+    assert where.startswith("commit ") and "logs/fixes/001-traceback.patch" in where
+    assert "autopilot fix: typo in the helper name" in _git(proj, "log", "--format=%B").stdout

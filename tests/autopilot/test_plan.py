@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions
+from vibe_rl.autopilot import identity
+from vibe_rl.autopilot.plan import RunOptions, Until, parse_until, plan_sessions
 from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
 
@@ -20,8 +21,9 @@ def _plan(project, mode, monkeypatch, gpus):
 
 def test_adversarial_mode_splits_eight_gpus_four_and_four(base_project, monkeypatch):
     notes, servers, client = _plan(base_project, "agent_roll_adv", monkeypatch, "0,1,2,3,4,5,6,7")
-    assert [s.session.name for s in servers] == ["spy-swarm-server", "spy-swarm-server-2"]
-    assert client.name == "spy-swarm-client" and client.command == "python agent_roll_adv.py"
+    key = identity.key(base_project)
+    assert [s.session.name for s in servers] == [f"spy-{key}-swarm-server", f"spy-{key}-swarm-server-2"]
+    assert client.name == f"spy-{key}-swarm-client" and client.command == "python agent_roll_adv.py"
     assert [s.session.env["CUDA_VISIBLE_DEVICES"] for s in servers] == ["0,1,2,3", "4,5,6,7"]
     assert all("--model tiny" not in s.session.command for s in servers)
     assert client.env["VIBE_RL_SWARM_URL"] == servers[0].url and client.env["VIBE_RL_SWARM_URL_2"] == servers[1].url
@@ -40,13 +42,57 @@ def test_cpu_machine_uses_the_tiny_model_with_a_note(base_project, monkeypatch):
     notes, servers, client = _plan(base_project, None, monkeypatch, "")
     cmd = servers[0].session.command
     assert "--model tiny" in cmd and "--set train.batch_size=2" in cmd and servers[0].session.env["CUDA_VISIBLE_DEVICES"] == ""
+    assert any("server1 runs the tiny offline model with train.batch_size=2 (CPU cap" in n for n in notes), notes
     assert "VIBE_RL_SET" not in client.env  # the client sizes its loop by the server's effective job
     assert any("tiny offline model" in n for n in notes)
     # the keyless static opponent is served locally by the server itself, and said so up front
     assert "static_models=" not in cmd and any("DASHSCOPE_API_KEY is not set" in n for n in notes)
 
 
+def test_cpu_caps_keep_small_config_values_and_leave_set_keys_to_the_user(base_project, tmp_path, monkeypatch):
+    import shutil
+
+    proj = tmp_path / "proj"
+    shutil.copytree(base_project, proj, ignore=shutil.ignore_patterns(".venv-*"))
+    cfg = proj / "config.yaml"
+    cfg.write_text(cfg.read_text().replace("grpo_n:", "grpo_n: 1 #", 1))  # already below the CPU cap
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    notes: list[str] = []
+    opts = RunOptions(project_dir=proj, overrides=["train.batch_size=3"])
+    servers, client = plan_sessions(TaskSpec.load(proj), "agent_roll", opts, proj, proj, notes)
+    cmd = servers[0].session.command
+    assert "train.grpo_n" not in cmd  # 1 is kept: the cap only lowers
+    assert cmd.count("train.batch_size") == 1 and "--set train.batch_size=3" in cmd  # --set wins, no CPU cap
+    note = next(n for n in notes if n.startswith("CPU run"))
+    assert "train.grpo_n=1 (kept from config.yaml)" in note and "train.batch_size=3 (--set)" in note
+    assert "rollout.max_tokens=16 (CPU cap" in note and client.env["VIBE_RL_MAX_TOKENS"] == "16"
+
+
+def test_two_folders_of_one_family_get_their_own_names_and_ports(base_project, tmp_path):
+    spec = TaskSpec.load(base_project)
+    a, b = tmp_path / "a" / "spy", tmp_path / "b" / "spy"
+    assert identity.all_sessions(spec, a) != identity.all_sessions(spec, b)
+    assert identity.key(a) == identity.key(a)  # stable from run to run
+    port = spec.servers[0].port
+    pa, pb = identity.default_port(port, a), identity.default_port(port, b)
+    assert port <= pa < port + 2000 and pa % 10 == port % 10 and (pa != pb or identity.key(a) == identity.key(b))
+
+
+def test_a_busy_port_moves_to_the_next_free_one():
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        moved = identity.next_free_port(busy)
+        assert moved > busy and identity.port_free(moved)
+        assert identity.next_free_port(busy, taken={moved}) > moved
+
+
 def test_until():
-    assert parse_until("first-step") == 1 and parse_until("steps:5") == 5
-    with pytest.raises(ConfigError):
-        parse_until("steps:0")
+    assert parse_until("first-step") == Until(updates=1) and parse_until("steps:5") == Until(updates=5)
+    assert parse_until("first-signal").signal
+    for bad in ("steps:0", "first", "signal"):
+        with pytest.raises(ConfigError):
+            parse_until(bad)

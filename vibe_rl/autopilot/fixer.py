@@ -121,9 +121,10 @@ def _git(project_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def ensure_git(project_dir: Path) -> None:
-    """Make the project its own git repository (with a baseline commit) if it is not one yet."""
+    """Make the project its own git repository (with a baseline commit) if it is in none yet. A project inside
+    another repository is left alone: no nested repository is ever created. `vibe-rl run` does not call this."""
     project_dir = Path(project_dir)
-    if (project_dir / ".git").exists():
+    if (project_dir / ".git").exists() or repo_root_of(project_dir) is not None:
         return
     _git(project_dir, "init", "-q")
     # .git/info/exclude, not a .gitignore: no new file appears in the project (or in a repo around it)
@@ -135,9 +136,9 @@ def ensure_git(project_dir: Path) -> None:
 
 
 def commit_fix(project_dir: Path, files: list[Path], fix: Fix, diagnosis: Diagnosis) -> str:
-    """Commit the changed files; the message says what changed and why. Returns the commit hash."""
+    """Commit the changed files in the project's own repository; the message says what changed and why.
+    Returns the commit hash."""
     project_dir = Path(project_dir).resolve()
-    ensure_git(project_dir)
     rel = [str(f.resolve().relative_to(project_dir)) for f in files]
     where = f" ({Path(diagnosis.file).name}:{diagnosis.line})" if diagnosis.file else ""
     message = (f"autopilot fix: {fix.why}\n\nWhat: edited {', '.join(rel)}\n"
@@ -147,6 +148,47 @@ def commit_fix(project_dir: Path, files: list[Path], fix: Fix, diagnosis: Diagno
     if res.returncode != 0:
         raise VibeRLError(f"git commit of the fix failed in {project_dir}: {res.stderr.strip() or res.stdout}")
     return _git(project_dir, "rev-parse", "--short", "HEAD").stdout.strip()
+
+
+def repo_root_of(project_dir: Path) -> Path | None:
+    """The top of the git work tree holding `project_dir`, or None outside any repository."""
+    res = _git(Path(project_dir), "rev-parse", "--show-toplevel")
+    return Path(res.stdout.strip()).resolve() if res.returncode == 0 and res.stdout.strip() else None
+
+
+def snapshot(project_dir: Path, fix: Fix) -> dict[Path, str]:
+    """The current text of every file `fix` edits ('' for a file it creates): the patch's left side."""
+    out = {}
+    for edit in fix.edits:
+        target = resolve_inside(project_dir, edit.path)
+        out[target] = target.read_text(encoding="utf-8") if target.exists() else ""
+    return out
+
+
+def record_fix(project_dir: Path, before: dict[Path, str], fix: Fix, diagnosis: Diagnosis) -> str:
+    """Write the applied fix as `logs/fixes/NNN-<kind>.patch`; commit it too when the project is its own git
+    repository (never inside a repository around it, and no repository is created). Returns where it went."""
+    import difflib
+
+    project_dir = Path(project_dir).resolve()
+    folder = project_dir / "logs" / "fixes"
+    folder.mkdir(parents=True, exist_ok=True)
+    number = len(list(folder.glob("*.patch"))) + 1
+    diff = []
+    for path, old in before.items():
+        rel = str(path.relative_to(project_dir))
+        new = path.read_text(encoding="utf-8") if path.exists() else ""
+        diff += difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                     f"a/{rel}", f"b/{rel}")
+    patch = folder / f"{number:03d}-{diagnosis.kind}.patch"
+    patch.write_text(f"autopilot fix: {fix.why}\nWhy: {diagnosis.kind}: {diagnosis.summary}\n"
+                     f"Apply elsewhere with: git apply {patch.name}\n\n" + "".join(diff), encoding="utf-8")
+    where = f"patch {patch.relative_to(project_dir)}"
+    root = repo_root_of(project_dir)
+    if root == project_dir:
+        return f"commit {commit_fix(project_dir, list(before), fix, diagnosis)}, {where}"
+    why = f"the project is inside the repository {root}" if root else "the project is not a git repository"
+    return f"{where} (not committed: {why})"
 
 
 # ---- the prompt ----------------------------------------------------------------------------------

@@ -5,20 +5,21 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from vibe_rl.autopilot import identity
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 from vibe_rl.autopilot.watcher import ServerView
 from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
 
-CPU_OVERRIDES = ["train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=16"]
-CPU_MAX_TOKENS = "16"
+# On a CPU machine a server's job is capped at these values: a config value that is already smaller is
+# kept, and a key the user sets with --set is left to the user.
+CPU_CAPS = {"train.batch_size": 2, "train.grpo_n": 2, "rollout.max_tokens": 16}
 
 
 class RunOptions(BaseModel):
@@ -26,7 +27,8 @@ class RunOptions(BaseModel):
 
     project_dir: Path = Field(description="Project folder holding task_spec.json")
     mode: str | None = Field(default=None, description="Run mode; None: the spec's first mode")
-    until: str = Field(default="first-step", description="'first-step' or 'steps:N': the global step to reach")
+    until: str = Field(default="first-step", description="'first-step', 'steps:N' or 'first-signal': updates "
+                                                          "this run must make (counted from a resumed checkpoint)")
     timeout: float = Field(default=1800.0, gt=0, description="Seconds to wait for the target step")
     fix: Literal["auto", "off"] = Field(default="auto", description="Ask the configured LLM for fixes, or only diagnose")
     stop_after: bool = Field(default=False, description="End the project's sessions when the run ends")
@@ -37,14 +39,29 @@ class RunOptions(BaseModel):
     device: Literal["auto", "cpu", "gpu"] = Field(default="auto", description="auto: CPU path when no GPU is visible")
     overrides: list[str] = Field(default_factory=list, description="key.sub=value job overrides for every server")
     socket_name: str | None = Field(default=None, description="tmux socket (-L); None: $VIBE_RL_TMUX_SOCKET or default")
+    fresh: bool = Field(default=False, description="Move earlier checkpoints and episodes aside; start at step 0")
 
 
-def parse_until(until: str) -> int:
+class Until(BaseModel):
+    """What a run waits for, counted in weight updates made by this run (not the resumed step)."""
+
+    updates: int = Field(ge=1, description="Updates every server of the mode must make in this run")
+    signal: bool = Field(default=False, description="Also wait for an update with a non-zero gradient")
+
+    def describe(self) -> str:
+        if self.signal:
+            return "the first update with a non-zero gradient"
+        return "1 update" if self.updates == 1 else f"{self.updates} updates"
+
+
+def parse_until(until: str) -> Until:
     if until == "first-step":
-        return 1
+        return Until(updates=1)
+    if until == "first-signal":
+        return Until(updates=1, signal=True)
     if until.startswith("steps:") and until[6:].isdigit() and int(until[6:]) > 0:
-        return int(until[6:])
-    raise ConfigError(f"--until {until!r} is not understood: use 'first-step' or 'steps:N' (N >= 1)")
+        return Until(updates=int(until[6:]))
+    raise ConfigError(f"--until {until!r} is not understood: use 'first-step', 'first-signal' or 'steps:N' (N >= 1)")
 
 
 def visible_gpus() -> list[str]:
@@ -58,33 +75,43 @@ def visible_gpus() -> list[str]:
     return [str(i) for i, _ in enumerate(x for x in out.stdout.splitlines() if x.startswith("GPU "))]
 
 
-def port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
-
-
-def session_names(spec: TaskSpec, mode: str | None = None) -> list[str]:
-    return [spec.tmux_session(s.name) for s in spec.servers_for(mode)] + [spec.client_session]
-
-
 def stop_sessions(project_dir: Path, socket_name: str | None = None) -> list[str]:
     """End this project's sessions (every mode's), and nothing else."""
     spec = TaskSpec.load(project_dir)
     tmux = TmuxSessions(socket_name)
-    names = [spec.tmux_session(s.name) for s in spec.servers] + [spec.client_session]
-    return [n for n in names if tmux.stop(n)]
+    return [n for n in identity.all_sessions(spec, project_dir) if tmux.stop(n)]
 
+
+def cpu_overrides(root: Path, config: str, user: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The --set items that cap a server's job on CPU, and key -> the effective value (with where it came from)."""
+    from vibe_rl.config import load_yaml
+
+    try:
+        data = load_yaml(root / config)
+    except ConfigError:
+        data = {}
+    mine = {o.split("=", 1)[0].strip(): o.split("=", 1)[1].strip() for o in user if "=" in o}
+    sets, effective = [], {}
+    for key, cap in CPU_CAPS.items():
+        section, leaf = key.split(".")
+        value = (data.get(section) or {}).get(leaf)
+        if key in mine:
+            effective[key] = f"{mine[key]} (--set)"
+        elif isinstance(value, int) and value <= cap:
+            effective[key] = f"{value} (kept from {config})"
+        else:
+            sets.append(f"{key}={cap}")
+            effective[key] = f"{cap} (CPU cap; {config}: {value if value is not None else 'default'})"
+    return sets, effective
 
 
 def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path, client_venv: Path,
-                  notes: list[str]) -> tuple[list[ServerView], SessionSpec]:
-    """The sessions a mode runs: commands, GPUs (CUDA_VISIBLE_DEVICES), env; notes say what was assumed."""
+                  notes: list[str], ports: dict[str, int] | None = None) -> tuple[list[ServerView], SessionSpec]:
+    """The sessions a mode runs: names, ports, commands, GPUs (CUDA_VISIBLE_DEVICES), env; notes say what was
+    assumed. `ports`: server -> port (default: the project's own ports, see `identity.default_port`)."""
     servers = spec.servers_for(mode)
+    root = Path(opts.project_dir).resolve()
+    ports = ports or {s.name: identity.default_port(s.port, root) for s in servers}
     ids = visible_gpus()
     have = len(ids)
     cpu = opts.device == "cpu" or (opts.device == "auto" and have == 0)
@@ -94,29 +121,33 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
         each = max(have // len(servers), 1)
         split = {s.name: list(range(i * each, (i + 1) * each)) for i, s in enumerate(servers)}
         notes.append(f"the spec asks for {need} GPUs but {have} are visible: {each} per server")
-    if cpu:
-        notes.append(
-            "CPU run (no GPU visible or --device cpu): servers use the tiny offline model with small settings ("
-            + ", ".join(CPU_OVERRIDES) + f", client max_tokens {CPU_MAX_TOKENS}); "
-            "on a GPU machine they use the spec's model and GPUs")
-    root = Path(opts.project_dir).resolve()
     views, client_env = [], {"PYTHONUNBUFFERED": "1"}
+    max_tokens = None
     for s in servers:
-        cmd = (f"vibe-rl swarm start --port {s.port} --config {s.config} "
+        url = f"http://127.0.0.1:{ports[s.name]}"
+        cmd = (f"vibe-rl swarm start --port {ports[s.name]} --config {s.config} "
                f"--experiment-dir experiments/{s.name}")
         static_notes(spec, s, notes)
-        sets = (CPU_OVERRIDES if cpu else []) + list(opts.overrides)
-        cmd += " --model tiny" if cpu else ""
+        sets = list(opts.overrides)
+        if cpu:
+            capped, effective = cpu_overrides(root, s.config, sets)
+            sets = capped + sets
+            cmd += " --model tiny"
+            notes.append(f"CPU run (no GPU visible or --device cpu): {s.name} runs the tiny offline model with "
+                         + ", ".join(f"{k}={v}" for k, v in effective.items())
+                         + "; on a GPU machine it runs the spec's model and GPUs")
+            max_tokens = max_tokens or effective["rollout.max_tokens"].split()[0]
         cmd += "".join(f" --set {shlex.quote(o)}" for o in sets)
         gpus = [ids[i] if i < have else str(i) for i in split[s.name]]
         env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(gpus), "PYTHONUNBUFFERED": "1"}
-        sess = SessionSpec(spec.tmux_session(s.name), cmd, root, root / "logs", env, str(server_venv / "bin"))
-        views.append(ServerView(s.name, s.url, sess))
-        client_env[s.url_env] = s.url
-    if cpu:
-        client_env["VIBE_RL_MAX_TOKENS"] = CPU_MAX_TOKENS
-    client = SessionSpec(spec.client_session, f"python {spec.mode(mode).script}", root, root / "logs",
-                         client_env, str(client_venv / "bin"))
+        sess = SessionSpec(identity.server_session(spec, root, s.name), cmd, root, root / "logs", env,
+                           str(server_venv / "bin"))
+        views.append(ServerView(s.name, url, sess))
+        client_env[s.url_env] = url
+    if max_tokens:
+        client_env["VIBE_RL_MAX_TOKENS"] = max_tokens
+    client = SessionSpec(identity.client_session(spec, root), f"python {spec.mode(mode).script}", root,
+                         root / "logs", client_env, str(client_venv / "bin"))
     return views, client
 
 

@@ -21,12 +21,17 @@ class Attempt:
 class RunReport:
     project: str
     mode: str
-    target_step: int
+    target_step: int  # updates this run had to make (per server)
+    until: str = "first-step"
     outcome: str = "running"  # "success" | "failed" | "stopped"
     seconds_to_first_step: float | None = None  # from `vibe-rl run` start to global_step >= 1
     seconds_to_target: float | None = None
     first_step_unix: float | None = None  # wall-clock time the watcher saw global_step >= 1
     global_step: int = 0
+    start_steps: dict[str, int] = field(default_factory=dict)  # server -> resumed checkpoint step (0: scratch)
+    new_updates: dict[str, int] = field(default_factory=dict)  # server -> updates made by this run
+    signal_steps: dict[str, int | None] = field(default_factory=dict)  # first non-zero-gradient update
+    job: dict[str, str] = field(default_factory=dict)  # server -> the effective job it runs, in words
     reward_mean: float | None = None
     episodes: int = 0
     sessions: list[str] = field(default_factory=list)
@@ -39,6 +44,12 @@ class RunReport:
     attempts: list[Attempt] = field(default_factory=list)
     final_diagnosis: str = ""
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunReport:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known["attempts"] = [Attempt(**a) for a in known.get("attempts") or []]
+        return cls(**known)
+
     def save(self, project_dir: Path) -> Path:
         path = Path(project_dir) / "logs" / "autopilot-report.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,18 +58,32 @@ class RunReport:
 
     def render(self) -> str:
         lines = []
+        resumed = {k: v for k, v in self.start_steps.items() if v}
         if self.outcome == "success":
-            lines.append(f"[vibe-rl] training has started: global step {self.global_step} "
-                         f"(target {self.target_step}) in mode {self.mode}")
+            made = ", ".join(f"{k} {v}" for k, v in self.new_updates.items())
+            signal = [k for k, v in self.signal_steps.items() if v is not None]
+            head = "training has started" if signal else "weight updates made, but every one had zero gradient"
+            lines.append(f"[vibe-rl] {head}: global step {self.global_step} in mode {self.mode}; "
+                         f"updates made by this run: {made} (--until {self.until})")
+            if resumed:
+                lines.append("  resumed from checkpoints at step " + ", ".join(f"{k} {v}" for k, v in resumed.items())
+                             + "; those earlier steps are not counted")
+            for k, v in self.signal_steps.items():
+                if v is not None:
+                    lines.append(f"  {k}: first update with a non-zero gradient: step {v}")
             if self.seconds_to_first_step is not None:
-                lines.append(f"  time from start to the first weight update: {self.seconds_to_first_step:.1f} s")
+                lines.append(f"  time from start to this run's first weight update: {self.seconds_to_first_step:.1f} s")
             reward = "n/a" if self.reward_mean is None else f"{self.reward_mean:.3f}"
             lines.append(f"  reward so far: {reward} (latest update; {self.episodes} episodes completed)")
         else:
-            lines.append(f"[vibe-rl] run {self.outcome}: training did not reach global step {self.target_step}")
+            lines.append(f"[vibe-rl] run {self.outcome}: this run did not make {self.target_step} update(s) "
+                         f"(--until {self.until})")
+            if resumed:
+                lines.append("  resumed from checkpoints at step " + ", ".join(f"{k} {v}" for k, v in resumed.items()))
             if self.final_diagnosis:  # shown in full above; here without the evidence block
                 lines += [x for x in self.final_diagnosis.splitlines() if not x.startswith("    ")
                           and x.strip() != "evidence:"]
+        lines += [f"  {k} runs: {v}" for k, v in self.job.items()]
         if self.audit:
             lines.append("  " + self.audit.replace("\n", "\n  "))
         for i, a in enumerate(self.attempts, 1):

@@ -1,21 +1,27 @@
 """`vibe-rl run`: venvs -> tmux sessions -> watch -> (diagnose -> fix -> restart)* -> first step.
 
-The loop in words: start every server of the mode in its own session and wait for /healthz;
-start the client; then poll. Success is global_step >= target on every server of the mode.
-A failure (a traceback, a dead process, a bad pool, a wrong player -> model route) is shown;
-with an LLM configured it is sent with the files it names and the TaskSpec, the answer's
-search/replace edits are applied inside the project, committed, and the failing sessions
-restart. The loop stops after `max_fixes` LLM answers or when one failure is seen 3 times.
+The loop in words: claim the project's own ports and session names; decide what each server starts
+from (resumed checkpoint, stale episodes set aside, or `--fresh`), say so, and count this run's
+updates from there; start every server of the mode and wait for /healthz; start the client; then
+poll. Success is every server of the mode having made `--until`'s updates in this run (and, for
+`first-signal`, one with a non-zero gradient). A failure (a traceback, a dead process, a bad pool,
+a wrong player -> model route) is shown; with an LLM configured it is sent with the files it names
+and the TaskSpec, the answer's search/replace edits are applied inside the project, recorded as a
+patch under logs/fixes/ (and committed when the project is its own git repository), and the failing
+sessions restart. The loop stops after `max_fixes` LLM answers or when one failure is seen 3 times.
+The live state is kept in logs/run-state.json for `vibe-rl status`.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
+from vibe_rl.autopilot import identity, resume, signals
 from vibe_rl.autopilot.audit import expected_from_spec
 from vibe_rl.autopilot.diagnose import Diagnosis
 from vibe_rl.autopilot.fixer import (
@@ -24,21 +30,28 @@ from vibe_rl.autopilot.fixer import (
     FixRefusedError,
     apply_fix,
     build_prompt,
-    commit_fix,
-    ensure_git,
     parse_fix,
+    record_fix,
+    snapshot,
 )
 from vibe_rl.autopilot.llm import FixLLM
-from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions, port_free
+from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions
 from vibe_rl.autopilot.report import Attempt, RunReport, flat_update_notes, reward_so_far
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
+from vibe_rl.autopilot.state import RunState, ServerProgress
 from vibe_rl.autopilot.venvs import ensure_venv
 from vibe_rl.autopilot.watcher import ServerView, Watcher, audit_diagnosis
+from vibe_rl.errors import VibeRLError
 from vibe_rl.schema.spec import TaskSpec
 
 NOT_FIXABLE = {"port_in_use", "timeout", "server_not_ready"}
+PORT_WAIT_S = 10.0  # how long a port held by this project's own old server may take to close
 POOL_KINDS = {"empty_task_id", "repeated_task_id"}
 SERVER_KINDS = POOL_KINDS | {"server_died", "nan_loss", "oom"}  # a fix for these restarts the servers too
+
+
+class RunBusyError(VibeRLError, RuntimeError):
+    """Another `vibe-rl run` is driving this project."""
 
 
 def _sigterm_as_interrupt():
@@ -55,37 +68,59 @@ def _sigterm_as_interrupt():
 
 class Runner:
     def __init__(self, opts: RunOptions, llm: FixLLM | None = None, out=print):
-        self.opts, self.llm, self.out = opts, llm, out
+        self.opts, self.llm = opts, llm
         self.dir = Path(opts.project_dir).resolve()
         self.spec = TaskSpec.load(self.dir)
         self.mode = self.spec.mode(opts.mode)
-        self.target = parse_until(opts.until)
-        self.report = RunReport(str(self.dir), self.mode.name, self.target)
+        self.until = parse_until(opts.until)
+        self.report = RunReport(str(self.dir), self.mode.name, self.until.updates, until=opts.until)
+        self.state = RunState(str(self.dir), os.getpid(), self.mode.name, opts.until,
+                              log=os.environ.get("VIBE_RL_RUN_LOG"))  # set by `vibe-rl run --detach`
+        self._out = out
         self.counts: Counter[str] = Counter()
         self.history: list[str] = []
         self.llm_calls = 0
         self.checks: list[str] = []  # doctor findings, passed to the fix LLM
+        self.fingerprint = ""
+        self.targets: dict[str, int] = {}
+        self._saved = 0.0
+
+    def out(self, line: str) -> None:
+        self._out(line)
+        self.state.last_line = line.splitlines()[0] if line else ""
+
+    def _phase(self, phase: str) -> None:
+        self.state.phase = phase
+        self.state.save(self.dir)
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> RunReport:
         t0 = time.monotonic()
         rep = self.report
+        before = RunState.load(self.dir)
+        if before is not None and before.pid != os.getpid() and before.active():
+            raise RunBusyError(f"another `vibe-rl run` (pid {before.pid}) is driving {self.dir}: follow it with "
+                               f"`vibe-rl status {self.dir} --wait 60`, or end it (kill {before.pid}) first")
         restore = _sigterm_as_interrupt()  # `timeout`/`kill` end the run like Ctrl-C: --stop still cleans up
         try:
-            ensure_git(self.dir)
+            self._phase("venvs")
             self._preflight()
             venvs = {k: ensure_venv(self.dir, k, log=self.out) for k in ("server", "client")}
             rep.venv_seconds = {k: round(v.seconds, 2) for k, v in venvs.items()}
             rep.venv_created = {k: v.created for k, v in venvs.items()}
             self.tmux = TmuxSessions(self.opts.socket_name)
+            ports = self._claim_ports()
             servers, client = plan_sessions(self.spec, self.mode.name, self.opts, venvs["server"].path,
-                                            venvs["client"].path, rep.notes)
+                                            venvs["client"].path, rep.notes, ports)
             rep.sessions = [s.session.name for s in servers] + [client.name]
             rep.attach = [self.tmux.attach_hint(n) for n in rep.sessions]
             rep.overwatch = [f"vibe-rl swarm overwatch --url {s.url}" for s in servers]
+            self.state.sessions = rep.sessions
+            self.state.servers = {s.name: ServerProgress(s.url, s.session.name) for s in servers}
             for note in rep.notes:
                 if not note.startswith("doctor:"):  # those were printed in full already
                     self.out(f"[vibe-rl] note: {note}")
+            self.fingerprint = resume.project_fingerprint(self.dir)
             self.watcher = Watcher(self.tmux, servers, client, self.dir, expected_from_spec(self.spec, self.mode.name))
             self._loop(t0, servers, client)
         except KeyboardInterrupt:
@@ -98,8 +133,26 @@ class Runner:
                     self.tmux.stop(name)
                 rep.notes.append("sessions stopped (--stop)")
             rep.save(self.dir)
+            self.state.outcome, self.state.phase = rep.outcome, "done"
+            self.state.save(self.dir)
             restore()
         return rep
+
+    def _claim_ports(self) -> dict[str, int]:
+        """This project's ports: its own sessions are ended first; a port someone else holds moves up, said so."""
+        for name in identity.all_sessions(self.spec, self.dir)[::-1]:  # the client first
+            self.tmux.stop(name)
+        ports: dict[str, int] = {}
+        for s in self.spec.servers_for(self.mode.name):
+            want = identity.default_port(s.port, self.dir)
+            deadline = time.monotonic() + PORT_WAIT_S
+            while not identity.port_free(want) and time.monotonic() < deadline:
+                time.sleep(0.5)  # our own server, just stopped, may still be closing its socket
+            ports[s.name] = identity.next_free_port(want, set(ports.values()))
+            if ports[s.name] != want:
+                self.report.notes.append(f"{s.name}: port {want} is in use by another process, so this run uses "
+                                         f"{ports[s.name]} (the client is told through ${s.url_env})")
+        return ports
 
     def _preflight(self) -> None:
         """`vibe-rl doctor`'s static findings, shown up front; the run still decides."""
@@ -114,45 +167,84 @@ class Runner:
             self.out(f"[vibe-rl] doctor: {f}")
             self.report.notes.append(f"doctor: {f.file}:{f.line}: {f.message}")
 
-    def _start_servers(self, servers: list[ServerView]) -> Diagnosis | None:
+    def _start_servers(self, servers: list[ServerView], first: bool = False) -> Diagnosis | None:
         self.tmux.stop(self.watcher.client.name)  # an old client must not talk to the new servers
         for s in servers:
             self.tmux.stop(s.session.name)
         for s in servers:
             port = int(s.url.rsplit(":", 1)[1])
-            for _ in range(20):
-                if port_free(port):
-                    break
+            deadline = time.monotonic() + PORT_WAIT_S
+            while not identity.port_free(port) and time.monotonic() < deadline:
                 time.sleep(0.5)
-            else:
+            if not identity.port_free(port):
                 return Diagnosis("port_in_use", f"port {port} is in use by a process that is not one of this "
                                  f"project's sessions", s.session.name,
-                                 suggestion=f"Stop what listens on {port} (e.g. `ss -ltnp | grep {port}`), or "
-                                            "change the server's port in task_spec.json.")
+                                 suggestion=f"Stop what listens on {port} (e.g. `ss -ltnp | grep {port}`), then "
+                                            "rerun; `vibe-rl run` picks the next free port at its start.")
+            self._prepare(s.name, fresh=first and self.opts.fresh)
             self.tmux.start(s.session)
-        self.out(f"[vibe-rl] started {', '.join(s.session.name for s in servers)}; waiting for /healthz")
+        self.out(f"[vibe-rl] started {', '.join(s.session.name for s in servers)} "
+                 f"({', '.join(s.url for s in servers)}); waiting for /healthz")
+        self._phase("servers")
         return self.watcher.wait_ready(self.opts.ready_timeout)
+
+    def _prepare(self, server: str, fresh: bool) -> None:
+        """Resume or start over, set stale episodes aside, and fix this run's target for `server`."""
+        point = resume.prepare(self.dir, server, self.fingerprint, fresh=fresh)
+        prog = self.state.servers[server]
+        if server not in self.targets:  # the first start: a fix-loop restart keeps the run's target
+            prog.start_step = point.step
+            self.targets[server] = point.step + self.until.updates
+            prog.target_step = self.targets[server]
+            self.report.start_steps[server] = point.step
+        for note in point.notes:
+            self.out(f"[vibe-rl] note: {note}")
+            self.report.notes.append(note)
 
     def _start_client(self, client: SessionSpec) -> float:
         self.tmux.start(client)
         self.out(f"[vibe-rl] started {client.name}: {client.command}")
+        self._phase("training")
         return time.time()
+
+    def _track(self, snap) -> bool:
+        """Update the live state from a snapshot; True once every server made this run's updates (and, for
+        --until first-signal, one of them had a non-zero gradient)."""
+        rep, done = self.report, bool(snap.statuses)
+        for name, prog in self.state.servers.items():
+            st = snap.statuses.get(name)
+            if st is None:
+                done = False
+                continue
+            pool = st.get("pool") or {}
+            prog.step = int(st.get("global_step") or 0)
+            prog.episodes, prog.aborted = int(pool.get("completed_episodes") or 0), int(pool.get("aborted_episodes") or 0)
+            if prog.step > prog.start_step and prog.signal_step is None:
+                prog.signal_step = signals.first_signal(signals.updates_since(self.dir, name, prog.start_step))
+            if name not in rep.job and st.get("job"):
+                rep.job[name] = signals.describe_job(st["job"])
+                self.out(f"[vibe-rl] {name} runs: {rep.job[name]}")
+            done = done and prog.step >= self.targets[name] and (not self.until.signal or prog.signal_step is not None)
+        if time.monotonic() - self._saved > 2.0:
+            self._saved = time.monotonic()
+            self.state.save(self.dir)
+        return done
 
     def _loop(self, t0: float, servers: list[ServerView], client: SessionSpec) -> None:
         rep, deadline = self.report, time.monotonic() + self.opts.timeout
-        diag = self._start_servers(servers)
+        diag = self._start_servers(servers, first=True)
         since = self._start_client(client) if diag is None else time.time()
         audited, next_audit = False, 0.0
         while True:
             if diag is None:
-                snap = self.watcher.poll(self.target)
-                if snap.statuses and rep.seconds_to_first_step is None and snap.min_step() >= 1:
-                    if time.time() - since < 5:
-                        rep.notes.append(f"the servers resumed at step {snap.min_step()} from a checkpoint in "
-                                         "experiments/; delete it to train from scratch")
+                snap = self.watcher.poll(None if self.until.signal else self.targets)
+                snap.reached = self._track(snap) and snap.diagnosis is None
+                progs = self.state.servers.values()
+                if rep.seconds_to_first_step is None and snap.statuses and all(p.new_updates >= 1 for p in progs):
                     rep.seconds_to_first_step = round(time.monotonic() - t0, 1)
                     rep.first_step_unix = time.time()
-                    self.out(f"[vibe-rl] first weight update after {rep.seconds_to_first_step} s")
+                    self.out(f"[vibe-rl] first weight update of this run after {rep.seconds_to_first_step} s "
+                             f"(global step {', '.join(str(p.step) for p in progs)})")
                 # audit the recorded calls until every role has been seen; a wrong route fails at once
                 if (not audited and time.monotonic() >= next_audit) or snap.reached:
                     next_audit = time.monotonic() + 3.0
@@ -165,17 +257,16 @@ class Runner:
                             audited = True
                             self.out(f"[vibe-rl] {result.render()} (every role seen)")
                 if snap.reached:
-                    rep.outcome, rep.global_step = "success", snap.min_step()
-                    rep.seconds_to_target = round(time.monotonic() - t0, 1)
-                    rep.reward_mean, rep.episodes = reward_so_far(snap.statuses)
-                    rep.notes += flat_update_notes(snap.statuses)
+                    self._succeed(t0, snap)
                     return
                 diag = snap.diagnosis
                 if diag is None and time.monotonic() > deadline:
-                    diag = Diagnosis("timeout", f"global step {snap.min_step()} < {self.target} after "
-                                     f"{self.opts.timeout:.0f} s ({snap.episodes()} episodes completed)",
-                                     "watcher", excerpt="\n".join(f"{k}: {v.get('pool')}"
-                                                                  for k, v in snap.statuses.items()))
+                    diag = Diagnosis("timeout", f"{self.until.describe()} not made after {self.opts.timeout:.0f} s "
+                                     f"({self.state.progress()})", "watcher",
+                                     excerpt="\n".join(f"{k}: {v.get('pool')}" for k, v in snap.statuses.items()),
+                                     suggestion="`vibe-rl status DIR` shows the progress; see the notes below for "
+                                                "what may hold training back")
+                    rep.notes += signals.health_notes(self.dir, snap.statuses, self.state.servers, self.spec)
             if diag is None:
                 time.sleep(self.opts.poll_s)
                 continue
@@ -190,6 +281,16 @@ class Runner:
                     continue
             since, audited = self._start_client(client), False
             diag = None
+
+    def _succeed(self, t0: float, snap) -> None:
+        rep = self.report
+        rep.outcome, rep.global_step = "success", snap.min_step()
+        rep.seconds_to_target = round(time.monotonic() - t0, 1)
+        rep.reward_mean, rep.episodes = reward_so_far(snap.statuses)
+        rep.new_updates = {n: p.new_updates for n, p in self.state.servers.items()}
+        rep.signal_steps = {n: p.signal_step for n, p in self.state.servers.items()}
+        rep.notes += flat_update_notes(snap.statuses)
+        rep.notes += signals.health_notes(self.dir, snap.statuses, self.state.servers, self.spec)
 
     def _handle(self, diag: Diagnosis) -> bool:
         """Try to fix `diag`; True when a fix was committed and the sessions should restart."""
@@ -225,15 +326,17 @@ class Runner:
         try:
             answer = self.llm.complete(SYSTEM, prompt)
             fix = parse_fix(answer)
+            before = snapshot(self.dir, fix)
             files = apply_fix(self.dir, fix)
-            commit = commit_fix(self.dir, files, fix, diag)
+            commit = record_fix(self.dir, before, fix, diag)
+            self.fingerprint = resume.project_fingerprint(self.dir)  # older episodes are now stale
         except (FixRefusedError, EditError) as exc:
             attempt.action = f"fix not applied: {exc}"
             self.history.append(f"attempt {self.llm_calls}: {attempt.action}")
             self.out(f"[vibe-rl] {attempt.action}")
             return self.llm_calls < self.opts.max_fixes and self._retry_same(diag)
         rel = ", ".join(str(f.relative_to(self.dir)) for f in files)
-        attempt.action = f"fixed in {rel}, commit {commit}: {fix.why}"
+        attempt.action = f"fixed in {rel}, {commit}: {fix.why}"
         self.history.append(f"attempt {self.llm_calls}: edited {rel} ({fix.why}); then: see the failure above")
         self.out(f"[vibe-rl] {attempt.action}; restarting")
         return True

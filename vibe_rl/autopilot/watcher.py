@@ -108,8 +108,9 @@ class Watcher:
             time.sleep(poll)
         return None
 
-    def poll(self, target_step: int) -> Snapshot:
-        """One look at everything: statuses, then the logs, then the pool's shape."""
+    def poll(self, targets: dict[str, int] | None) -> Snapshot:
+        """One look at everything: statuses, then the logs, then the pool's shape. `targets`: server -> the
+        global step that ends the run (None: keep looking for failures whatever the step)."""
         snap = Snapshot()
         for s in self.servers:
             st = self.status(s)
@@ -120,7 +121,8 @@ class Watcher:
             snap.diagnosis = nan_update(st, sessions[name])
             if snap.diagnosis:
                 return snap
-        if len(snap.statuses) == len(self.servers) and snap.min_step() >= target_step:
+        if targets is not None and len(snap.statuses) == len(self.servers) and all(
+                int(st.get("global_step") or 0) >= targets.get(name, 1) for name, st in snap.statuses.items()):
             snap.reached = True
             return snap
         for s in self.servers:

@@ -39,8 +39,9 @@ def get_app() -> typer.Typer:
         return app
     _registered = True
     from vibe_rl.cli import doctor, model, new, run, skills, swarm
+    from vibe_rl.cli import status as status_cmd  # issue 13: run --detach / status
 
-    for module in (model, swarm, new, doctor, run, skills):
+    for module in (model, swarm, new, doctor, run, skills, status_cmd):
         module.register(app)
     return app
 

@@ -4,13 +4,14 @@ Every completed episode is written with its turns (messages, token ids,
 logprobs, player tag, weight version) and reward before `end_episode` returns,
 so a SIGKILLed server loses no completed episode. Episodes carry a status:
 `completed` (in the pool, not yet trained), `trained` (with the step),
-`skipped` (a dummy group under the non_dummy_tasks policy) or `failed` (the
-update raised). WAL mode: a viewer may read while the server writes.
+`skipped` (a dummy group under the non_dummy_tasks policy), `failed` (the
+update raised) or `stale` (set aside by `vibe-rl run`: recorded under older project files). WAL mode: a viewer may read while the server writes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -47,6 +48,11 @@ class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))  # prompts and answers: owner only
+        for suffix in ("", "-wal", "-shm"):  # SQLite gives its -wal/-shm files the database's mode
+            extra = self.path.with_name(self.path.name + suffix)
+            if extra.exists():
+                os.chmod(extra, 0o600)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -116,6 +122,21 @@ class Store:
                                     (limit,)).fetchall()
         return [{"step": s, "ts": ts, **json.loads(m)} for s, m, ts in reversed(rows)]
 
+    _UNTRAINED = "status='completed' OR (status='trained' AND trained_step > ?)"
+
+    def count_untrained(self, resumed_step: int) -> int:
+        """How many episodes `untrained(resumed_step)` would put back in the pool."""
+        with self._lock:
+            return self._db.execute(f"SELECT COUNT(*) FROM episodes WHERE {self._UNTRAINED}",
+                                    (resumed_step,)).fetchone()[0]
+
+    def set_aside(self, resumed_step: int, status: str = "stale") -> int:
+        """Give the episodes a restart would retrain another status (kept, never trained); returns how many.
+        `vibe-rl run` does this when they were recorded under project files that have changed since."""
+        with self._lock:
+            return self._db.execute(f"UPDATE episodes SET status=? WHERE {self._UNTRAINED}",
+                                    (status, resumed_step)).rowcount
+
     def untrained(self, resumed_step: int) -> list[CompletedEpisode]:
         """Episodes to put back in the pool after a restart: never trained, or trained in a
         step newer than the checkpoint we resumed from (those weights were lost)."""
@@ -136,6 +157,12 @@ class Store:
                              (uuid,))]
                 out.append(CompletedEpisode(uuid, task_id, reward, turns, ended_at or 0.0))
         return out
+
+    def recent_answers(self, limit: int) -> list[str]:
+        """The trainable model's latest answers (response text), newest first."""
+        with self._lock:
+            return [r[0] or "" for r in self._db.execute(
+                "SELECT response_text FROM turns WHERE static=0 ORDER BY ts DESC LIMIT ?", (limit,)).fetchall()]
 
     def recent_calls(self, limit: int) -> list[dict[str, Any]]:
         with self._lock:
