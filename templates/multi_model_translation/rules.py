@@ -1,100 +1,114 @@
-"""Offline rules for the multi_model_translation family.
+"""Offline planner rules of the multi_model_translation family (loaded by file path; `build(facts, manifest)`).
 
-Servers are read line by line: a line that names a model path, a port or "server N" describes one swarm
-server, and the agents it names ("Agent 1", "Agent 3") run on it. Defaults follow the seed: agents 1 and 3
-on server 1 (port 10086), agent 2 on server 2 (port 10087), the GPUs split evenly.
+Agents go to servers line by line: a line naming "Agent N" and "server M" (or a model path, a port) puts
+agent N on server M. Per-server model paths, ports and GPU counts come from the shared server facts
+(vibe_rl.planner.servers). Defaults follow the seed: agents 1 and 3 on server 1 (port 10086), agent 2 on
+server 2 (port 10087), each default noted.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-from vibe_rl.planner.facts import Facts, model_path
+from vibe_rl.planner.common import game_parameter, planned_modes, short_name, training
+from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.servers import SERVER
+from vibe_rl.planner.text import to_int
 from vibe_rl.scaffold.families import Manifest
-from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Server, TaskSpec, Team, Training
+from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Server, TaskSpec, Team
 
 AGENT_ROLES = {1: "rough_translator", 2: "detector", 3: "final_translator"}
 DEFAULT_SERVER_OF = {1: 0, 2: 1, 3: 0}  # agent -> server index
 FIRST_PORT = 10086  # server N listens on FIRST_PORT + N - 1 unless the spec says otherwise
-_GPUS = r"(\d+)\s*(?:x\s*)?(?:gpus?|张\s*(?:显)?卡|个\s*(?:显卡|gpu)|块\s*(?:显卡|gpu)|cards?)"
-_PORT = r"(?:端口|port)\s*[:：=]?\s*(\d{2,5})"
-_SERVER = r"(?:swarm\s*)?(?:server|服务器)\s*(\d)"
 _AGENT = r"(?:agent|智能体)\s*(\d)"
+SCORE_RANGE = r"0\s*(?:-|~|到|至)\s*2\s*(?:points?|分)|\[0,\s*1\]"  # the graders' fixed scale
 
 
-@dataclass
-class ServerLine:
-    index: int | None = None
-    path: str | None = None
-    port: int | None = None
-    gpus: int | None = None
-    agents: list[int] = field(default_factory=list)
-
-
-def server_lines(text: str) -> list[ServerLine]:
-    found = []
-    for line in text.splitlines():
-        path, port = model_path(line), re.search(_PORT, line, re.IGNORECASE)
-        server = re.search(_SERVER, line, re.IGNORECASE)
-        if not (path or port or server):
-            continue
-        gpus = re.search(_GPUS, line, re.IGNORECASE)
+def agent_servers(facts: Facts) -> dict[int, int]:
+    """Agent number -> 0-based server index, from lines naming both (or a model path after the agents)."""
+    server_of: dict[int, int] = {}
+    for start, end in facts.src.clauses():
+        line = facts.text[start:end]
         agents = [int(a) for a in re.findall(_AGENT, line, re.IGNORECASE) if int(a) in AGENT_ROLES]
-        found.append(ServerLine(int(server.group(1)) - 1 if server else None, path,
-                                int(port.group(1)) if port else None, int(gpus.group(1)) if gpus else None, agents))
-    return [s for s in found if s.agents or s.index is not None][:2]
+        server = re.search(SERVER, line, re.IGNORECASE)
+        if agents and server:
+            for agent in agents:
+                server_of.setdefault(agent, to_int(server.group(1)) - 1)
+    return server_of
+
+
+def judge(facts: Facts, game: dict, notes: list[str]) -> None:
+    """The LLM judge's env var prefix: JUDGE in 'JUDGE_MODEL, JUDGE_BASE_URL, JUDGE_API_KEY'."""
+    envs = list(facts.src.finditer(r"\b([A-Z][A-Z0-9]*)_(?:MODEL|BASE_URL|API_KEY)\b"))
+    prefixes = {m.group(1) for m in envs if m.group(1) not in ("OPENAI", "ANTHROPIC", "DASHSCOPE", "DEEPSEEK")}
+    if len(prefixes) == 1:
+        game["judge_env_prefix"] = prefixes.pop()
+        for m in envs:
+            if m.group(1) == game["judge_env_prefix"]:
+                facts.src.mark(*m.span())
+    else:
+        notes.append(f"No single LLM judge env prefix given: graders read {game.get('judge_env_prefix', 'JUDGE')}_MODEL, "
+                     "_BASE_URL, _API_KEY and fall back to rule-based grading.")
 
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
-    notes: list[str] = []
-    lines = server_lines(facts.text)
-    server_of = dict(DEFAULT_SERVER_OF)
-    for position, line in enumerate(lines):
-        for agent in line.agents:
-            server_of[agent] = line.index if line.index is not None else position
+    notes: list[str] = list(facts.notes)
+    for m in facts.src.finditer(SCORE_RANGE):
+        facts.src.mark(*m.span())
+    game: dict = {}
+    judge(facts, game, notes)
+    game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    server_of = {**DEFAULT_SERVER_OF, **agent_servers(facts)}
+    if not agent_servers(facts):
+        notes.append("No agent -> server lines found: agents 1 and 3 on server1, agent 2 on server2.")
     count = max(server_of.values()) + 1
-    by_index = {(s.index if s.index is not None else i): s for i, s in enumerate(lines)}
-    total = facts.total_gpus or 1
+    total = facts.use(facts.gpus.total)
+    per_server = facts.use(facts.gpus.per_server) or facts.use(facts.gpus.mode_per_server.get("agent_roll"))
+    loose_ports = list(facts.ports)
     servers, teams = [], []
     for i in range(count):
-        line = by_index.get(i, ServerLine())
-        name = f"server{i + 1}"
-        path = line.path or facts.model_path or "tiny"
-        if not (line.path or facts.model_path):
-            notes.append(f"No base model path for {name}: using the tiny offline model ('tiny').")
-        servers.append(Server(name=name, port=line.port or FIRST_PORT + i, model_path=path,
-                              gpus=line.gpus or max(total // count, 1), config="config.yaml" if i == 0 else
-                              f"config_server{i + 1}.yaml", url_env="VIBE_RL_SWARM_URL" + (f"_{i + 1}" if i else "")))
+        name, s = f"server{i + 1}", facts.servers.get(i)
+        path = facts.use(s.path if s else None) or (facts.use(facts.model_paths[0]) if i == 0 and facts.model_paths
+                                                      else None)
+        if path is None:
+            path = servers[0].model_path if servers else "tiny"
+            notes.append(f"No base model path for {name}: using {path!r}.")
+        port = facts.use(s.port if s and s.port else (loose_ports.pop(0) if loose_ports else None))
+        if port is None:
+            port = FIRST_PORT + i
+            notes.append(f"No port for {name}: using {port}.")
+        gpus = facts.use(s.gpus if s else None) or per_server
+        if gpus is None:
+            gpus = max((total or count) // count, 1)
+            notes.append(f"No GPU count for {name}: using {gpus}" + (f" (the {total} in total split evenly)."
+                                                                      if total else "."))
+        servers.append(Server(name=name, port=port, model_path=path, gpus=gpus,
+                              config="config.yaml" if i == 0 else f"config_server{i + 1}.yaml",
+                              url_env="VIBE_RL_SWARM_URL" + (f"_{i + 1}" if i else "")))
         roles = [AGENT_ROLES[a] for a in sorted(AGENT_ROLES) if server_of[a] == i]
-        team = "detector" if roles == ["detector"] else "translators" if "detector" not in roles else f"agents_{name}"
-        teams.append(Team(name=team, roles=roles, model=name))
-    if not lines:
-        notes.append("No per-server lines found: agents 1 and 3 on server1 (port 10086), agent 2 on server2 "
-                     "(port 10087), GPUs split evenly.")
+        if roles:
+            team = "detector" if roles == ["detector"] else "translators" if "detector" not in roles else f"agents_{name}"
+            teams.append(Team(name=team, roles=roles, model=name))
+    if total is None:
+        total = sum(s.gpus for s in servers)
+        notes.append(f"No total GPU count given: the node needs {total}.")
     if facts.static_models:
         notes.append("Static models are not used by this family: every agent trains on its server.")
-    training = Training(batch_size=facts.batch_size or 32, grpo_n=facts.grpo_n or 4, max_tokens=512,
-                        save_freq=facts.save_freq if facts.save_freq is not None else 5)
-    if facts.lr:
-        training.lr = facts.lr
-    for value, default, what in ((facts.batch_size, 32, "batch size"), (facts.grpo_n, 4, "grpo_n")):
-        if value is None:
-            notes.append(f"No {what} given: using {default}.")
-    names = [s.name for s in servers]
     graders = {t.model: "ProperNounDetectionGrader" if t.name == "detector" else "TranslationQualityGrader"
                for t in teams}
+    modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
+                                       servers=[s.name for s in servers], rewarded={t.model: t.name for t in teams},
+                                       gpus={s.name: s.gpus for s in servers})], notes)
+    by_name = {s.name: s for s in servers}
     return TaskSpec(
-        family=manifest.name, name=manifest.name, short_name=manifest.short_name,
+        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
         title="Multi-model academic translation: non-shared-parameter GRPO",
         description=("Three agents translate English academic paragraphs into Chinese (draft, proper-noun "
-                     "review, final); " + "; ".join(f"{t.model} ({servers[i].model_path}) trains the "
-                                                    f"{' and '.join(t.roles)}" for i, t in enumerate(teams))
+                     "review, final); " + "; ".join(f"{t.model} ({by_name[t.model].model_path}) trains the "
+                                                    f"{' and '.join(t.roles)}" for t in teams)
                      + ". Each server is rewarded by its own grader."),
-        gpus=facts.total_gpus or sum(s.gpus for s in servers), game=manifest.resolve_parameters({}),
-        teams=teams, servers=servers, training=training,
-        modes=[Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=names,
-                    rewarded={t.model: t.name for t in teams}, gpus={s.name: s.gpus for s in servers})],
+        gpus=total, game=manifest.resolve_parameters(game), teams=teams, servers=servers,
+        training=training(facts, notes, batch_size=32, grpo_n=4, max_tokens=512), modes=modes,
         reward=RewardScheme(win=1.0, loss=0.0, description="; ".join(
             f"{server}: {grader} (0-2, normalised to [0, 1])" for server, grader in graders.items())),
         constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=False, use_openai_sdk_tools=False),

@@ -1,19 +1,23 @@
-"""Offline rules for the werewolves family.
+"""Offline planner rules of the werewolves family (loaded by file path; `build(facts, manifest) -> TaskSpec`).
 
-Which roles train and which play a static model is read clause by clause: a clause naming roles together
-with "trainable / share" puts them on the trainable server; a clause naming roles with "static / frozen" or
-a known static model puts them on that model. Defaults follow the seed: werewolves and seer train, the
-witch, hunter and villagers play the static model.
+The family seats 9 fixed players (3 werewolves, seer, witch, hunter, 3 villagers): counts that match are
+read, counts that differ are left for `unparsed`. Which roles train and which play a static model is read
+per clause segment (split at commas): a segment naming roles with "trainable / share" puts them on the
+trainable server; one with "static / frozen / played by" or a static model's name puts them on that model;
+a segment naming roles without either takes the next segment's side ("the hunter, the witch and the
+villagers are played by ..."). With no such statement the seed's split is used (and noted).
 """
 
 from __future__ import annotations
 
 import re
 
+from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, training
 from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
-from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Server, TaskSpec, Team, Training
+from vibe_rl.schema.spec import Constraints, Mode, Server, TaskSpec, Team
 
 ROLE_WORDS = {
     "werewolf": r"狼人(?!杀)|werewol(?:f|ves)",
@@ -22,10 +26,12 @@ ROLE_WORDS = {
     "hunter": r"猎人|\bhunters?\b",
     "villager": r"平民|村民|\bvillagers?\b",
 }
+SEATS = {"werewolf": 3, "seer": 1, "witch": 1, "hunter": 1, "villager": 3}
 ROLES = list(ROLE_WORDS)
-TRAINABLE_WORDS = r"可训练|共享|trainable|\bshare[sd]?\b"
-STATIC_WORDS = r"静态|冻结|\bstatic\b|\bfrozen\b"
+TRAINABLE_WORDS = r"可训练|共享|参与训练|被训练|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|\btrain the\b"
+STATIC_WORDS = r"静态|冻结|扮演|驱动|\bstatic\b|\bfrozen\b|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by"
 SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"
+PARITY_WORDS = r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)"
 DEFAULT_TRAINABLE = ["werewolf", "seer"]
 
 
@@ -33,25 +39,49 @@ def _and(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
 
-def roles_in(line: str) -> list[str]:
-    return [role for role, pattern in ROLE_WORDS.items() if re.search(pattern, line, re.IGNORECASE)]
+def roles_in(text: str) -> list[str]:
+    return [role for role, pattern in ROLE_WORDS.items() if re.search(pattern, text, re.IGNORECASE)]
 
 
-def split_roles(facts: Facts) -> tuple[list[str], list[str]]:
+def seat_counts(facts: Facts, notes: list[str]) -> None:
+    """Mark role and player counts that match the family's fixed seats; note a different one."""
+    for role, pattern in ROLE_WORDS.items():
+        for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:{pattern})"):
+            if to_int(m.group(1)) == SEATS[role]:
+                facts.src.mark(*m.span())
+            else:
+                notes.append(f"The werewolves family seats {SEATS[role]} {role}(s); the spec asks for "
+                             f"{m.group(1)} (see unparsed): edit game_engine.py after rendering.")
+    for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player)"):
+        if to_int(m.group(1)) == sum(SEATS.values()):
+            facts.src.mark(*m.span())
+
+
+def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
     """(trainable roles, static roles) in seat-table order."""
     trainable: set[str] = set()
     static: set[str] = set()
     names = [m.name.lower() for _, m in facts.static_models]
     for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", facts.text):  # clauses: lines, sentences, semicolons
-        roles, lower = roles_in(line), line.lower()
-        if not roles:
-            continue
-        if re.search(STATIC_WORDS, line, re.IGNORECASE) or any(name in lower for name in names):
-            static.update(roles)
-        elif re.search(TRAINABLE_WORDS, line, re.IGNORECASE):
-            trainable.update(roles)
-    if not trainable:
-        trainable = set(DEFAULT_TRAINABLE) - static
+        pending: list[str] = []
+        for segment in re.split(r"[,，]", line):
+            roles, lower = roles_in(segment), segment.lower()
+            if re.search(STATIC_WORDS, segment, re.IGNORECASE) or any(name in lower for name in names):
+                static.update(roles + pending)
+                pending = []
+            elif re.search(TRAINABLE_WORDS, segment, re.IGNORECASE):
+                trainable.update(roles + pending)
+                pending = []
+            else:
+                pending += roles
+    static -= trainable
+    if not trainable and not static:
+        trainable = set(DEFAULT_TRAINABLE)
+        notes.append("The spec does not say which roles train: the werewolves and the seer share the trainable "
+                     "model, the other roles play the static model (the family's default).")
+    elif not trainable:
+        notes.append("No role is trainable in this spec: nothing would learn (`vibe-rl doctor` reports it). "
+                     "Say which roles share the trainable model.")
     return [r for r in ROLES if r in trainable], [r for r in ROLES if r not in trainable]
 
 
@@ -67,7 +97,7 @@ def opponent(facts: Facts, notes: list[str]) -> StaticModel:
     if url_env:
         model.base_url, model.base_url_env = None, url_env.group(1)
     keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
-    if keys and model.api_key_env is None:
+    if keys and (model.api_key_env is None or model.api_key_env not in keys):
         model.api_key_env = keys[0]
     return model
 
@@ -88,41 +118,60 @@ def teams_for(trainable: list[str], static: list[str], static_name: str) -> list
     return teams
 
 
+def gpus(facts: Facts, notes: list[str]) -> tuple[int, int]:
+    """(GPUs of server1, total)."""
+    g = facts.gpus
+    total = facts.use(g.total)
+    server = (facts.use(g.mode_per_server.get("agent_roll")) or facts.use(facts.servers[0].gpus if 0 in facts.servers
+                                                                          else None) or facts.use(g.per_server))
+    if server is None:
+        server = total or 1
+        notes.append(f"No GPU count for server1: using {server}" + (" (the total)." if total else "."))
+    if total is None:
+        total = server
+        notes.append(f"No total GPU count given: the node needs {total}.")
+    return server, total
+
+
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
-    notes: list[str] = []
-    game = {"win_rule": "side"} if re.search(SIDE_RULE_WORDS, facts.text, re.IGNORECASE) else {}
+    notes: list[str] = list(facts.notes)
+    seat_counts(facts, notes)
+    game: dict = {}
+    if facts.src.search(SIDE_RULE_WORDS):
+        game["win_rule"] = "side"
+    elif not facts.src.search(PARITY_WORDS):
+        notes.append("Win rule not given: werewolves win at parity (win_rule = parity).")
+    game_parameter(facts, game, "max_days", facts.days, notes, manifest, "day limit")
+    game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     game = manifest.resolve_parameters(game)
-    trainable, static = split_roles(facts)
+    trainable, static = split_roles(facts, notes)
     model = opponent(facts, notes)
     teams = teams_for(trainable, static, model.name)
-    model_path = facts.model_path or "tiny"
-    if not facts.model_path:
+    first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
+    model_path = facts.use(first) or "tiny"
+    if first is None:
         notes.append("No base model path found: using the tiny offline model ('tiny').")
-    gpus = facts.mode_gpus.get("agent_roll", facts.total_gpus or 1)
-    training = Training(batch_size=facts.batch_size or 32, grpo_n=facts.grpo_n or 6, temperature=0.7,  # the seed's
-                        save_freq=facts.save_freq if facts.save_freq is not None else 5)
-    if facts.lr:
-        training.lr = facts.lr
-    for value, default, what in ((facts.batch_size, 32, "batch size"), (facts.grpo_n, 6, "grpo_n (num_repeat)")):
-        if value is None:
-            notes.append(f"No {what} given: using the seed's {default}.")
+    server_gpus, total = gpus(facts, notes)
+    port = facts.use(facts.servers[0].port if 0 in facts.servers and facts.servers[0].port else
+                     (facts.ports[0] if facts.ports else None))
+    if port is None:
+        port = 10086
+        notes.append("No port given: server1 on 10086.")
     if len([t for t in teams if t.model == "server1"]) > 1:
         notes.append("The trainable teams sit on opposite sides: each game opens one episode per team on server1, "
                      "rewarded for that team's side (GRPO groups '<seed>-<team>').")
-    server = Server(name="server1", port=10086, model_path=model_path, gpus=gpus, config="config.yaml",
+    server = Server(name="server1", port=port, model_path=model_path, gpus=server_gpus, config="config.yaml",
                     url_env="VIBE_RL_SWARM_URL", static_models=[model.name] if static else [])
-    win = facts.win if facts.win is not None else 1.0
-    loss = facts.loss if facts.loss is not None else 0.0
+    modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
+                                       servers=["server1"], rewarded={"server1": teams[0].name},
+                                       gpus={"server1": server_gpus})], notes)
     return TaskSpec(
-        family=manifest.name, name=manifest.name, short_name=manifest.short_name,
+        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
         title="Werewolves: GRPO with a shared werewolf/seer model",
-        description=(f"Train the {_and(trainable)} of a 9-player Werewolves game on one shared model "
+        description=(f"Train the {_and(trainable) or 'no role'} of a 9-player Werewolves game on one shared model "
                      f"({model_path}) against the {_and(static) or 'nobody'} played by {model.name}."),
-        gpus=facts.total_gpus or gpus, game=game, teams=teams, servers=[server],
-        static_models=[model] if static else [], training=training,
-        modes=[Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
-                    rewarded={"server1": teams[0].name}, gpus={"server1": gpus})],
-        reward=RewardScheme(win=win, loss=loss, description=f"win {win:g}, loss {loss:g} (per side)"),
-        constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=True),
+        gpus=total, game=game, teams=teams, servers=[server], static_models=[model] if static else [],
+        training=training(facts, notes, batch_size=32, grpo_n=6, temperature=0.7), modes=modes,
+        reward=reward(facts, notes, per=" (per side)"), constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=True),
         notes=notes,
     )

@@ -1,21 +1,34 @@
-"""Offline rules for the who_is_spy family."""
+"""Offline planner rules of the who_is_spy family: fill the manifest's roles, servers and modes with the
+numbers the spec gives (players, spies, rounds, model paths, ports, GPUs per mode and per server), and note
+every default. Loaded by file path (vibe_rl.planner.offline.load_rules); `build(facts, manifest) -> TaskSpec`.
+"""
 
 from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, training
+from vibe_rl.planner.facts import Facts, Found
+from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
-from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Server, TaskSpec, Team, Training
+from vibe_rl.schema.spec import Constraints, Mode, Server, TaskSpec, Team
 
 SPY_WORDS = r"卧底|间谍|spies|spy|undercover"
 CIVILIAN_WORDS = r"平民|村民|civilians?|villagers?"
+TRAIN_WORDS = r"可训练|训练|共享|trainable|trained|\bshare[sd]?\b|\btrain\b"
+PLAYERS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)"]
+SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|spy\b|undercover)",
+         rf"{NUM}\s*of them (?:are|is) (?:the )?(?:spies|spy|undercover)", rf"(?:卧底|spies)\s*(?:有|为|[:：])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
+CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
 
 
-def _count(pattern: str, text: str) -> int | None:
-    found = re.search(pattern, text, re.IGNORECASE)
-    return int(found.group(1)) if found else None
+def _first(facts: Facts, patterns: list[str]) -> Found | None:
+    for pattern in patterns:
+        m = facts.src.search(pattern, mark=False)
+        if m:
+            return Found(to_int(m.group(1)), *m.span())
+    return None
 
 
 def _side_of(text: str, position: int) -> str | None:
@@ -26,71 +39,140 @@ def _side_of(text: str, position: int) -> str | None:
     return max(hits)[1] if hits else None
 
 
-def build(facts: Facts, manifest: Manifest) -> TaskSpec:
-    text, notes = facts.text, []
-    game = {}
-    players = _count(r"(\d+)\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player)", text)
-    spies = _count(r"(\d+)\s*(?:名|个|位)?\s*(?:卧底|spies\b|spy\b)", text)
-    if players:
-        game["num_players"] = players
-    if spies:
-        game["num_spies"] = spies
-    game = manifest.resolve_parameters(game)
-    if not players:
-        notes.append(f"Players per game not given as a number: using {game['num_players']}.")
+def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
+    game: dict = {}
+    players, spies, civilians = _first(facts, PLAYERS), _first(facts, SPIES), _first(facts, CIVILIANS)
+    if players is None and spies is not None and civilians is not None:
+        game["num_players"] = facts.use(spies) + facts.use(civilians)
+    elif spies is None and players is not None and civilians is not None:
+        game["num_spies"] = facts.use(players) - facts.use(civilians)
+    elif civilians is not None and players is not None and spies is not None:
+        if civilians.value + spies.value == players.value:
+            facts.use(civilians)  # consistent; left unmarked (so reported) when it is not
+    game_parameter(facts, game, "num_players", players, notes, manifest, "player count")
+    game_parameter(facts, game, "num_spies", spies, notes, manifest, "spy count")
+    game_parameter(facts, game, "max_rounds", facts.rounds, notes, manifest, "round limit")
+    game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    return manifest.resolve_parameters(game)
 
-    # Which team plays a static model in agent_roll: the one named next to the model.
+
+def opponent(facts: Facts, notes: list[str]) -> tuple[str, StaticModel]:
+    """(the side that plays a static model in agent_roll, that model)."""
     static = None
     for position, model in facts.static_models:
-        side = _side_of(text, position) or "spies"
+        side = _side_of(facts.text, position) or "spies"
         if static is None or side == "spies":
             static = (side, model)
     if static is None:
-        static = ("spies", StaticModel(name="opponent"))
-        notes.append("No opponent model named: spies play 'opponent', a frozen local copy of the trainable model.")
-    static_side, static_model = static
-    trained_side = "civilians" if static_side == "spies" else "spies"
+        trained = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{TRAIN_WORDS})", facts.text, re.IGNORECASE)
+        side = "civilians" if trained else "spies"
+        notes.append(f"No opponent model named: the {side} play 'opponent' in agent_roll, a frozen local copy "
+                     "of the trainable model.")
+        return side, StaticModel(name="opponent")
+    return static
 
-    model_path = facts.model_path or "tiny"
-    if not facts.model_path:
+
+def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
+    first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
+    second = facts.server_path(1)
+    if second is None:  # a path in a clause about the spies (not the first path) is server 2's
+        for found in facts.model_paths:
+            if found is not first and re.search(SPY_WORDS, facts.text[facts.src.clause_of(found.start)[0]:found.start],
+                                                re.IGNORECASE):
+                second = found
+    path1 = facts.use(first) or "tiny"
+    if first is None:
         notes.append("No base model path found: using the tiny offline model ('tiny').")
-    total = facts.total_gpus or 1
-    roll_gpus = facts.mode_gpus.get("agent_roll", total)
-    adv_gpus = facts.mode_gpus.get("agent_roll_adv", max(total // 2, 1))
-    if facts.grpo_n is None:
-        notes.append("GRPO group size not given: using grpo_n = 4.")
+    path2 = facts.use(second) or path1
+    if second is None:
+        notes.append(f"No model path for server2: it starts from server1's model ({path1}).")
+    return path1, path2
 
-    training = Training(batch_size=facts.batch_size or 16, grpo_n=facts.grpo_n or 4)
-    if facts.lr:
-        training.lr = facts.lr
-    if facts.save_freq is not None:
-        training.save_freq = facts.save_freq
-    servers = [
-        Server(name="server1", port=10086, model_path=model_path, gpus=roll_gpus, config="config.yaml",
-               url_env="VIBE_RL_SWARM_URL", static_models=[static_model.name]),
-        Server(name="server2", port=10087, model_path=model_path, gpus=adv_gpus, config="config_server2.yaml",
-               url_env="VIBE_RL_SWARM_URL_2"),
-    ]
-    teams = [
-        Team(name="civilians", roles=["civilian"], model="server1" if trained_side == "civilians" else static_model.name),
-        Team(name="spies", roles=["spy"], model="server1" if trained_side == "spies" else static_model.name),
-    ]
-    modes = [
+
+def gpus(facts: Facts, notes: list[str]) -> tuple[int, int, int]:
+    """(agent_roll GPUs, agent_roll_adv GPUs per server, total)."""
+    g, srv = facts.gpus, facts.servers
+    total = facts.use(g.total)
+    roll = facts.use(g.mode_per_server.get("agent_roll"))
+    adv = facts.use(g.mode_per_server.get("agent_roll_adv"))
+    for i in (0, 1):
+        if adv is None and i in srv and srv[i].gpus is not None:
+            adv = facts.use(srv[i].gpus)
+            if 1 - i in srv and srv[1 - i].gpus is not None:
+                facts.use(srv[1 - i].gpus) if srv[1 - i].gpus.value == adv else None
+    per_server = facts.use(g.per_server)
+    if adv is None and per_server is not None:
+        adv = per_server
+    if adv is None and "agent_roll_adv" in g.mode_total:
+        adv = max(facts.use(g.mode_total["agent_roll_adv"]) // 2, 1)
+        notes.append(f"agent_roll_adv: its {adv * 2} GPUs split evenly, {adv} per server.")
+    if roll is None:
+        roll = per_server or total or 1
+        notes.append(f"agent_roll: no GPU count for its server: using {roll}"
+                     + (" (the total)." if total and not per_server else "."))
+    if adv is None:
+        adv = max(total // 2, 1) if total else 1
+        notes.append(f"agent_roll_adv: no GPUs per server given: using {adv} each"
+                     + (f" (half of the {total} in total)." if total else "."))
+    if total is None:
+        total = max(roll, 2 * adv)
+        notes.append(f"No total GPU count given: the node needs {total}.")
+    return roll, adv, total
+
+
+def ports(facts: Facts, notes: list[str]) -> list[int]:
+    loose = list(facts.ports)
+    out = []
+    for i in (0, 1):
+        found = facts.servers[i].port if i in facts.servers and facts.servers[i].port else (loose.pop(0) if loose else None)
+        out.append(facts.use(found) or 10086 + i)
+    if out == [10086, 10087] and not (facts.ports or any(s.port for s in facts.servers.values())):
+        notes.append("No ports given: server1 on 10086, server2 on 10087.")
+    return out
+
+
+def build(facts: Facts, manifest: Manifest) -> TaskSpec:
+    notes: list[str] = list(facts.notes)
+    game = counts(facts, notes, manifest)
+    static_side, static_model = opponent(facts, notes)
+    trained_side = "civilians" if static_side == "spies" else "spies"
+    path1, path2 = server_paths(facts, notes)
+    roll_gpus, adv_gpus, total = gpus(facts, notes)
+    port1, port2 = ports(facts, notes)
+    all_modes = [
         Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
              rewarded={"server1": trained_side}, gpus={"server1": roll_gpus}),
         Mode(name="agent_roll_adv", script="agent_roll_adv.py", run_file="agent_run_adv.py",
              servers=["server1", "server2"], teams={"civilians": "server1", "spies": "server2"},
              rewarded={"server1": "civilians", "server2": "spies"}, gpus={"server1": adv_gpus, "server2": adv_gpus}),
     ]
-    win = facts.win if facts.win is not None else 1.0
-    loss = facts.loss if facts.loss is not None else 0.0
+    modes = planned_modes(facts, all_modes, notes)
+    roll = any(m.name == "agent_roll" for m in modes)
+    statics = [static_model] if roll else []
+    servers = [Server(name="server1", port=port1, model_path=path1, gpus=roll_gpus if roll else adv_gpus,
+                      config="config.yaml", url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])]
+    if any(m.name == "agent_roll_adv" for m in modes):
+        servers.append(Server(name="server2", port=port2, model_path=path2, gpus=adv_gpus,
+                              config="config_server2.yaml", url_env="VIBE_RL_SWARM_URL_2"))
+    elif path2 != path1:
+        notes.append(f"A second model path ({path2}) is given but agent_roll_adv is not planned: it is unused.")
+    if roll:
+        teams = [Team(name="civilians", roles=["civilian"],
+                      model="server1" if trained_side == "civilians" else static_model.name),
+                 Team(name="spies", roles=["spy"], model="server1" if trained_side == "spies" else static_model.name)]
+    else:
+        teams = [Team(name="civilians", roles=["civilian"], model="server1"),
+                 Team(name="spies", roles=["spy"], model="server2")]
+    parts = [f"against {static_model.name} (agent_roll)"] * roll + \
+        ["both teams against each other on two servers (agent_roll_adv)"] * (len(servers) > 1)
+    trained = f"the {trained_side}" if roll else "both teams"
+    what = f"Train {trained} of Who is Spy ({path1}) " + ", and ".join(parts[:1]) + (
+        f", and {parts[1]}" if len(parts) > 1 else "") + "."
     return TaskSpec(
-        family=manifest.name, name=manifest.name, short_name=manifest.short_name,
-        title="Who is Spy: GRPO self-play",
-        description=(f"Train the {trained_side} of Who is Spy ({model_path}) against {static_model.name} "
-                     f"(agent_roll), and both teams against each other on two servers (agent_roll_adv)."),
-        gpus=total, game=game, teams=teams, servers=servers, static_models=[static_model], training=training, modes=modes,
-        reward=RewardScheme(win=win, loss=loss, description=f"win {win:g}, loss {loss:g}"),
+        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
+        title="Who is Spy: GRPO self-play", description=what,
+        gpus=total, game=game, teams=teams, servers=servers, static_models=statics,
+        training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes, reward=reward(facts, notes),
         constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=True),
         notes=notes,
     )

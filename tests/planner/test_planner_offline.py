@@ -103,11 +103,14 @@ def test_name_override_is_validated():
 
 @pytest.mark.parametrize("text,total,per_mode", [
     ("use 8 GPUs", 8, {}), ("8卡训练", 8, {}), ("使用 8 GPU 训练", 8, {}), ("on 2 H100s", 2, {}),
-    ("7B model, Batch Size 16", None, {}),
+    ("7B model, Batch Size 16", None, {}), ("使用八张显卡", 8, {}),
     ("agent_roll: 2 gpus\nagent_roll_adv: server 1 and server 2 use 3 GPUs each", None,
      {"agent_roll": 2, "agent_roll_adv": 3}),
 ])
 def test_gpu_phrasings(text, total, per_mode):
-    from vibe_rl.planner.facts import gpu_facts
+    from vibe_rl.planner.servers import gpu_facts
+    from vibe_rl.planner.text import SpecText
 
-    assert gpu_facts(text) == (total, per_mode)
+    found = gpu_facts(SpecText(text))
+    assert (found.total.value if found.total else None) == total
+    assert {mode: f.value for mode, f in found.mode_per_server.items()} == per_mode

@@ -1,14 +1,20 @@
-"""Family-independent facts read from a spec text (Chinese or English) by regular expressions."""
+"""Family-independent facts read from a spec text (Chinese or English).
+
+Numbers that map one-to-one onto TaskSpec fields (batch size, group size, learning rate, save frequency, ...)
+are marked as understood when read. Facts a family may or may not use (model paths, per-server facts,
+static models, rounds, task counts) are returned as `Found` values and marked only when a family's rules
+place them (`Facts.use`), so an unplaced one shows up in `TaskSpec.unparsed`.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
+from vibe_rl.planner.servers import GpuFacts, ServerFacts, gpu_facts, server_facts
+from vibe_rl.planner.text import NUM, SpecText, to_int
 from vibe_rl.schema.job import StaticModel
-
-_GPU = r"(\d+)\s*(?:x\s*)?(?:张|块|个)?\s*(?:gpus?|显卡|卡|cards?|[ahv]\d{2,3}s?)(?![a-z0-9])"
-_MODE_WORDS = ("agent_roll", "server", "服务器")
 
 # Static models people name in specs: pattern -> (base_url, api_key_env).
 KNOWN_STATIC = [
@@ -17,44 +23,101 @@ KNOWN_STATIC = [
     (r"gpt-4o(?:-mini)?|gpt-4\.1(?:-mini)?|gpt-5(?:-mini)?|o3-mini", "https://api.openai.com/v1", "OPENAI_API_KEY"),
     (r"deepseek-(?:chat|reasoner)", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
 ]
+MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
+_IS = r"\s*(?:of|is|=|:|：|为|设为|设置为|to)?\s*"
+_FLOAT = r"(\d+(?:\.\d+)?(?:e-?\d+)?)"
+WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢家|赢了?|winners?|winning|wins?\b|won\b"
+LOSS_WORDS = r"败者|失败者?|败方|输家|输了?|losers?|losing|loss(?:es)?\b|lose[sd]?\b|lost\b"
+_SIGNED = r"(?<![\w.])([-+]?\d+(?:\.\d+)?)(?![\w.]*[%/]?\w)"
+
+
+@dataclass
+class Found:
+    """A value read from the text and where it was (marked as understood only once a rule uses it)."""
+
+    value: Any
+    start: int
+    end: int
 
 
 @dataclass
 class Facts:
-    text: str
-    model_path: str | None = None
-    total_gpus: int | None = None
-    mode_gpus: dict[str, int] = field(default_factory=dict)  # mode -> GPUs (per server for agent_roll_adv)
+    src: SpecText
+    model_paths: list[Found] = field(default_factory=list)
+    servers: dict[int, ServerFacts] = field(default_factory=dict)  # 0-based server index -> its facts
+    ports: list[Found] = field(default_factory=list)  # ports named outside any server clause, in order
+    gpus: GpuFacts = field(default_factory=GpuFacts)
     batch_size: int | None = None
     grpo_n: int | None = None
     lr: float | None = None
     save_freq: int | None = None
-    no_chinese: bool = False
-    random_names: bool = False
+    total_steps: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    rounds: Found | None = None
+    days: Found | None = None
+    num_tasks: Found | None = None
     win: float | None = None
     loss: float | None = None
+    no_chinese: bool = False
+    random_names: bool = False
+    short_name: str | None = None
+    modes_only: list[str] = field(default_factory=list)
+    modes_excluded: list[str] = field(default_factory=list)
     static_models: list[tuple[int, StaticModel]] = field(default_factory=list)  # (position in text, model)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.src.text
+
+    def use(self, found: Found | None) -> Any:
+        """Mark a found value as placed in the TaskSpec and return its value (None stays None)."""
+        if found is None:
+            return None
+        self.src.mark(found.start, found.end)
+        return found.value
+
+    @property
+    def model_path(self) -> str | None:
+        return self.model_paths[0].value if self.model_paths else None
+
+    def server_path(self, index: int) -> Found | None:
+        s = self.servers.get(index)
+        return s.path if s else None
 
 
-def _int(pattern: str, text: str) -> int | None:
-    found = re.search(pattern, text, re.IGNORECASE)
-    return int(found.group(1)) if found else None
-
-
-def model_path(text: str) -> str | None:
-    for pattern in (r"`(/[^`\s]+)`", r"(?<![\w.])(/(?:[\w.-]+/)+[\w.-]+)", r"`([\w-]+/[\w.-]+)`",
-                    r"\b([\w-]+/[\w.-]*?\d+(?:\.\d+)?[bB][\w.-]*)"):
-        found = re.search(pattern, text)
-        if found and not found.group(1).lower().endswith((".md", ".py", ".json", ".yaml")):
-            return found.group(1)
+def _number(src: SpecText, patterns: list[str], cast=to_int) -> Any:
+    for pattern in patterns:
+        found = src.search(pattern)
+        if found:
+            return cast(next(g for g in found.groups() if g is not None))
     return None
 
 
-def static_models(text: str) -> list[tuple[int, StaticModel]]:
+def _found(src: SpecText, pattern: str) -> Found | None:
+    m = src.search(pattern, mark=False)
+    return Found(to_int(m.group(1)), *m.span()) if m else None
+
+
+def model_paths(src: SpecText) -> list[Found]:
+    out: list[Found] = []
+    for m in src.finditer(r"`(/[^`\s]+)`|(?<![\w.:/])((?:\.{1,2})?/(?:[\w.-]+/)+[\w.-]+)|`([\w-]+/[\w.-]+)`"
+                          r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"):
+        group = next(i for i in range(1, 5) if m.group(i))
+        path = m.group(group)
+        if path.lower().endswith((".md", ".py", ".json", ".yaml", ".yml", ".txt")):
+            continue
+        if not any(f.start <= m.start(group) < f.end for f in out):
+            out.append(Found(path, *m.span(group)))
+    return out
+
+
+def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
     found: dict[str, tuple[int, StaticModel]] = {}
-    keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", text)
+    keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", src.text)
     for pattern, base_url, key_env in KNOWN_STATIC:
-        for match in re.finditer(rf"(?<![A-Za-z0-9_/.-])({pattern})(?![A-Za-z0-9_/-])", text, re.IGNORECASE):
+        for match in src.finditer(rf"(?<![A-Za-z0-9_/.-])({pattern})(?![A-Za-z0-9_/-])"):
             name = match.group(1)
             if name.lower() not in found:
                 env = key_env if key_env in keys or not keys else keys[0]
@@ -62,41 +125,95 @@ def static_models(text: str) -> list[tuple[int, StaticModel]]:
     return sorted(found.values(), key=lambda item: item[0])
 
 
-def gpu_facts(text: str) -> tuple[int | None, dict[str, int]]:
-    total, per_mode = None, {}
-    for line in text.splitlines():
-        count = _int(_GPU, line)
-        if count is None:
+def rewards(src: SpecText) -> tuple[float | None, float | None]:
+    """Win and loss rewards: in each comma/semicolon segment of a clause naming an outcome, the outcome words
+    and the numbers are paired in order ("reward 1 for the winners, 0 for the losers", "胜者奖励 1，败者 0",
+    "win/loss rewards are 1/0")."""
+    win = loss = None
+    for start, end in src.clauses():
+        clause = src.text[start:end]
+        if not re.search(WIN_WORDS + "|" + LOSS_WORDS, clause, re.IGNORECASE):
             continue
-        lower = line.lower()
-        if "agent_roll_adv" in lower:
-            per_server = re.search(r"分别|各|each|per server", lower)
-            per_mode["agent_roll_adv"] = count if per_server else max(count // 2, 1)
-        elif "agent_roll" in lower:
-            per_mode["agent_roll"] = count
-        elif total is None and not any(word in lower for word in _MODE_WORDS):
-            total = count
-    return total, per_mode
+        if not re.search(r"reward|奖励|得分|分数|score|points?|得\s*[-+]?\d|get\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d", clause,
+                         re.IGNORECASE):
+            continue
+        offset = start
+        for segment in re.split(r"[,，;；、]|\band\b|而", clause):
+            seg_start = src.text.index(segment, offset) if segment else offset
+            offset = seg_start + len(segment)
+            words = [(m.start(), "win") for m in re.finditer(WIN_WORDS, segment, re.IGNORECASE)]
+            words += [(m.start(), "loss") for m in re.finditer(LOSS_WORDS, segment, re.IGNORECASE)]
+            words = sorted(words)
+            numbers = list(re.finditer(_SIGNED, segment))
+            kinds = [k for i, (_, k) in enumerate(words) if i == 0 or k != words[i - 1][1]]
+            if not words or len(numbers) != len(kinds):
+                continue
+            for kind, number in zip(kinds, numbers, strict=True):
+                value = float(number.group(1))
+                if kind == "win" and win in (None, value):
+                    win = value
+                elif kind == "loss" and loss in (None, value):
+                    loss = value
+                else:
+                    continue  # a second, different value: left unmarked, so it is reported
+                src.mark(seg_start + number.start(1), seg_start + number.end(1))
+    return win, loss
+
+
+def modes(src: SpecText) -> tuple[list[str], list[str]]:
+    """(modes asked for with 'only', modes excluded with 'no / not needed / 不需要')."""
+    only, excluded = [], []
+    for name, words in MODES.items():
+        mode = rf"(?:{words})(?:\s*mode|\s*模式)?"
+        if (src.search(rf"(?:\bonly\b|\bjust\b|只|仅)[^,.;，。；\n]{{0,30}}?{mode}")
+                or src.search(rf"{mode}[^,.;，。；\n]{{0,20}}?(?:\bonly\b|\balone\b)")):
+            only.append(name)
+        elif (src.search(rf"(?:\bno\b|\bnot\b|don'?t|\bwithout\b|\bdrop\b|\bskip the\b|不需要|不要|无需|去掉|不用|不做|不训练)"
+                         rf"[^,.;，。；\n]{{0,12}}?{mode}")
+              or src.search(rf"{mode}\s*(?:is not|isn't|is un)?\s*(?:needed|required|wanted)?\s*"
+                            rf"(?:not needed|不需要|不用|不要|去掉|is not needed|isn't needed|is unnecessary)")):
+            excluded.append(name)
+    return only, excluded
 
 
 def extract(text: str) -> Facts:
-    facts = Facts(text=text, model_path=model_path(text))
-    facts.total_gpus, facts.mode_gpus = gpu_facts(text)
-    facts.batch_size = _int(r"(?:batch[\s_-]*size|batchsize|\bbatch|批大小|批次大小)\s*(?:of|is|=|:|：)?\s*(\d+)", text)
-    facts.grpo_n = _int(r"(?:grpo[\s_-]*n|num[\s_-]*repeat|group[\s_-]*size|rollouts?\s+per\s+task|每个任务\s*)"
-                        r"\s*(?:of|is|=|:|：)?\s*(\d+)", text)
-    facts.save_freq = _int(r"(?:save[\s_-]*freq\w*|checkpoint every)\s*(?:=|:|：)?\s*(\d+)", text)
-    lr = re.search(r"(?:\blr\b|learning[\s_-]*rate|学习率)\s*(?:of|is|=|:|：)?\s*(\d+(?:\.\d+)?(?:e-?\d+)?)", text,
-                   re.IGNORECASE)
-    facts.lr = float(lr.group(1)) if lr else None
-    facts.no_chinese = bool(re.search(r"不得出现中文|不要(?:出现)?中文|不能(?:出现|有)中文|no chinese|english only|"
-                                      r"only english|without chinese", text, re.IGNORECASE))
-    facts.random_names = bool(re.search(r"随机(?:分配|生成)|random\w*\s+(?:\w+\s+){0,3}(?:ids?|names)", text,
-                                        re.IGNORECASE))
-    win = re.search(r"(?:胜者|获胜者|赢家|winners?|winning (?:side|team))\D{0,20}?(\d+(?:\.\d+)?)", text, re.IGNORECASE)
-    loss = re.search(r"(?:败者|失败者|输家|losers?|losing (?:side|team))\D{0,20}?(-?\d+(?:\.\d+)?)", text,
-                     re.IGNORECASE)
-    facts.win = float(win.group(1)) if win else None
-    facts.loss = float(loss.group(1)) if loss else None
-    facts.static_models = static_models(text)
+    src = SpecText(text)
+    facts = Facts(src=src, model_paths=model_paths(src))
+    facts.servers, facts.ports = server_facts(src, facts.model_paths)
+    facts.gpus = gpu_facts(src)
+    facts.batch_size = _number(src, [rf"(?:batch[\s_-]*size|batchsize|\bbatch|批大小|批次大小|批量大小|批量){_IS}{NUM}",
+                                     rf"{NUM}\s*(?:tasks|groups|games|个任务)\s*(?:per|每)\s*(?:batch|update|step|批)",
+                                     rf"每(?:批|次更新)\s*{NUM}\s*(?:个任务|组|局)"])
+    facts.grpo_n = _number(src, [rf"(?:grpo[\s_-]*n|num[\s_-]*repeats?|n[\s_-]*repeat|group[\s_-]*size|组大小|每组){_IS}{NUM}",
+                                 rf"{NUM}\s*(?:rollouts?|episodes?|samples?|games?|plays?)\s*(?:per|for each|each)\s*"
+                                 rf"(?:task|prompt|group|seed)",
+                                 rf"每个?(?:任务|题|种子)\s*(?:采样|跑|玩|重复|rollout)?\s*{NUM}\s*(?:次|局|条|个)"])
+    facts.save_freq = _number(src, [rf"(?:save[\s_-]*freq\w*|save_every|保存频率){_IS}{NUM}",
+                                    rf"(?:save|checkpoint)\w*(?:\s+a)?(?:\s+checkpoint)?\s+every\s+{NUM}\s*(?:steps?|updates?)?",
+                                    rf"每\s*{NUM}\s*步\s*(?:保存|存)"])
+    facts.total_steps = _number(src, [rf"(?:total[\s_-]*steps|max[\s_-]*steps|总步数){_IS}{NUM}",
+                                      rf"(?:train|stop)\w*\s+(?:for|after)\s+{NUM}\s*(?:steps|updates)",
+                                      rf"训练\s*{NUM}\s*步"])
+    facts.lr = _number(src, [rf"(?:\blr\b|learning[\s_-]*rate|学习率){_IS}{_FLOAT}"], float)
+    facts.temperature = _number(src, [rf"(?:temperature|温度){_IS}{_FLOAT}"], float)
+    facts.max_tokens = _number(src, [rf"(?:max[\s_-]*tokens|最大生成长度|最大\s*token\s*数){_IS}(\d+)"])
+    facts.rounds = _found(src, rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)")
+    facts.days = _found(src, rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)")
+    facts.num_tasks = _found(src, rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|生成|造)\D{{0,12}}?{NUM}\s*"
+                                  rf"(?:games|tasks|paragraphs|对局|局|个任务|条|段))")
+    facts.win, facts.loss = rewards(src)
+    facts.no_chinese = bool(src.search(r"不得出现中文|不要(?:出现)?中文|不能(?:出现|有)中文|no chinese|english only|"
+                                       r"only english|without chinese|英文代码|只用英文"))
+    facts.random_names = bool(src.search(r"随机(?:分配|生成)|random\w*\s+(?:\w+\s+){0,3}(?:ids?|names)"))
+    tmux = src.search(r"(?<![\w/.-])([a-z][a-z0-9]*)-swarm-(?:server|client)")
+    if tmux:
+        facts.short_name = tmux.group(1)
+        for m in src.finditer(rf"\b{tmux.group(1)}-swarm-(?:server|client)(?:-\d+)?"):
+            src.mark(*m.span())
+    facts.modes_only, facts.modes_excluded = modes(src)
+    facts.static_models = static_models(src)
+    for m in src.finditer(r"(?<![\w/])\.{0,2}/?(?:[\w.-]+/)*SKILL\.md"):
+        src.mark(*m.span())
+        facts.notes.append(f"The spec points at {m.group()}: vibe-rl does not read it; its own skills "
+                           "(skills/write-swarm-client) describe the swarm client.")
     return facts

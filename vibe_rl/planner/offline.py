@@ -1,18 +1,29 @@
-"""The offline planner: picks a template family by its manifest keywords, then applies that family's rules."""
+"""The offline planner: picks a template family by its manifest keywords, then applies that family's rules.
+
+A family's rules live next to its templates (`templates/<family>/rules.py`, `build(facts, manifest) ->
+TaskSpec`) and are loaded from that file by path: library code never imports `templates/` as a package.
+After the rules ran, every number, path, env var or model name of the spec that did not land in the
+TaskSpec is listed in `TaskSpec.unparsed` (see vibe_rl.planner.text).
+"""
 
 from __future__ import annotations
 
-import importlib
+import importlib.util
+import sys
+from types import ModuleType
 
 from vibe_rl.errors import PlannerError
 from vibe_rl.planner.facts import extract
+from vibe_rl.planner.text import strings_of
 from vibe_rl.scaffold.families import Manifest, list_families
 from vibe_rl.schema.spec import TaskSpec
 
+RULES_FILE = "rules.py"
 HOW_TO_GO_FURTHER = (
-    "To go further: use an LLM planner (`--planner openai` with OPENAI_API_KEY, or `--planner anthropic` with "
-    "ANTHROPIC_API_KEY), or follow the vibe-rl-new skill (skills/vibe-rl-new) to write a new template family: "
-    "templates/<family>/ (manifest.yaml + project/) plus vibe_rl/planner/rules/<family>.py."
+    "To go further: render the generic skeleton with `--family turn_based` and write its rules module, use an "
+    "LLM planner (`--planner openai` with OPENAI_API_KEY, or `--planner anthropic` with ANTHROPIC_API_KEY), or "
+    "follow the vibe-rl-new skill (skills/vibe-rl-new) to write a new template family: templates/<family>/ "
+    "(manifest.yaml, rules.py, project/)."
 )
 
 
@@ -28,18 +39,46 @@ def pick_family(text: str, families: list[Manifest]) -> Manifest:
     return best[2]
 
 
+def load_rules(manifest: Manifest) -> ModuleType:
+    """Import `templates/<family>/rules.py` from its file (a private module name per family)."""
+    path = manifest.path / RULES_FILE
+    if not path.is_file():
+        raise PlannerError(f"Template family {manifest.name} has no offline rules ({path}). {HOW_TO_GO_FURTHER}")
+    name = f"_vibe_rl_rules_{manifest.name}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and typing need the module registered while it executes
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise PlannerError(f"{path} failed to load: {type(exc).__name__}: {exc}. Fix the rules file.") from exc
+    if not callable(getattr(module, "build", None)):
+        raise PlannerError(f"{path} has no build(facts, manifest) -> TaskSpec function.")
+    return module
+
+
+def plan_with(manifest: Manifest, text: str) -> TaskSpec:
+    """Apply one family's rules to `text` and list what was not understood."""
+    facts = extract(text)
+    spec = load_rules(manifest).build(facts, manifest)
+    unparsed = facts.src.unparsed(strings_of(spec.model_dump(mode="json")))
+    return spec.model_copy(update={"unparsed": unparsed})
+
+
 class OfflinePlanner:
     """Rules only: no network, deterministic."""
 
     name = "offline"
 
-    def plan(self, text: str) -> TaskSpec:
+    def plan(self, text: str, family: str | None = None) -> TaskSpec:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
-        manifest = pick_family(text, list_families())
-        try:
-            rules = importlib.import_module(f"vibe_rl.planner.rules.{manifest.name}")
-        except ModuleNotFoundError as exc:
-            raise PlannerError(f"Template family {manifest.name} has no offline rules "
-                               f"(vibe_rl/planner/rules/{manifest.name}.py). {HOW_TO_GO_FURTHER}") from exc
-        return rules.build(extract(text), manifest)
+        families = list_families()
+        if family is not None:
+            chosen = next((m for m in families if m.name == family), None)
+            if chosen is None:
+                raise PlannerError(f"--family {family}: no such template family; families: "
+                                   f"{', '.join(m.name for m in families)}.")
+            return plan_with(chosen, text)
+        return plan_with(pick_family(text, [m for m in families if m.keywords]), text)

@@ -77,12 +77,16 @@ class Mode(BaseModel):
 
 
 class RewardScheme(BaseModel):
+    """Episode rewards of a trainable side; win must differ from loss or GRPO has no signal."""
+
     win: float = Field(default=1.0, description="Reward of the trainable side when its team wins")
     loss: float = Field(default=0.0, description="Reward of the trainable side when its team loses")
     description: str = Field(default="win 1, loss 0", description="The scheme in words")
 
 
 class Constraints(BaseModel):
+    """Rules the generated code follows."""
+
     no_chinese_in_code: bool = Field(default=True, description="Code, comments and prompts in code are English only")
     random_ids_and_names: bool = Field(default=True, description="Shuffle player ids and names every episode")
     use_openai_sdk_tools: bool = Field(default=True, description="Players use the OpenAI SDK; actions are tool calls")
@@ -115,7 +119,11 @@ class TaskSpec(BaseModel):
     modes: list[Mode] = Field(min_length=1, description="Run modes; the first is the default")
     reward: RewardScheme = Field(default_factory=RewardScheme, description="Reward scheme")
     constraints: Constraints = Field(default_factory=Constraints, description="Code constraints")
-    notes: list[str] = Field(default_factory=list, description="What the planner assumed; shown to the user")
+    notes: list[str] = Field(default_factory=list, description="Every default or assumption the planner made (a value "
+                             "the spec did not give, a mode it added, a URL it filled in); shown to the user")
+    unparsed: list[str] = Field(default_factory=list, description="Clauses of the spec holding a number, path, env var "
+                                "or model name the planner could not place in this TaskSpec; `vibe-rl new` prints them "
+                                "as 'not understood'. Fix the plan by hand (`vibe-rl new --plan`) or rephrase the spec")
 
     @model_validator(mode="after")
     def _check_refs(self) -> TaskSpec:

@@ -1,0 +1,66 @@
+"""Helpers every family's rules use, so that each default a plan takes is written to `notes` the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vibe_rl.planner.facts import Facts, Found
+from vibe_rl.scaffold.families import Manifest
+from vibe_rl.schema.spec import Mode, RewardScheme, Training
+
+
+def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **defaults: Any) -> Training:
+    """The Training block: the spec's numbers, else the family's defaults (each one noted)."""
+    values = {"batch_size": facts.batch_size, "grpo_n": facts.grpo_n, "lr": facts.lr, "save_freq": facts.save_freq,
+              "total_steps": facts.total_steps, "temperature": facts.temperature, "max_tokens": facts.max_tokens}
+    chosen = {"batch_size": batch_size, "grpo_n": grpo_n, **defaults}
+    base = Training()
+    for name, value in values.items():
+        if value is not None:
+            chosen[name] = value
+        elif name in ("batch_size", "grpo_n", "save_freq"):
+            default = chosen.get(name, getattr(base, name))
+            notes.append(f"No {name} given: using {default}.")
+    return Training(**chosen)
+
+
+def reward(facts: Facts, notes: list[str], per: str = "") -> RewardScheme:
+    win = facts.win if facts.win is not None else 1.0
+    loss = facts.loss if facts.loss is not None else 0.0
+    if facts.win is None or facts.loss is None:
+        notes.append(f"Reward not fully given: win {win:g}, loss {loss:g}.")
+    if win == loss:
+        notes.append(f"Win and loss rewards are both {win:g}: every GRPO advantage is zero and nothing is learned "
+                     "(`vibe-rl doctor` reports it). Give the winners more than the losers.")
+    return RewardScheme(win=win, loss=loss, description=f"win {win:g}, loss {loss:g}{per}")
+
+
+def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found | None, notes: list[str],
+                   manifest: Manifest, what: str) -> None:
+    """Set a manifest parameter from a found value, else note its default."""
+    if found is not None:
+        game[name] = facts.use(found)
+    elif name in manifest.parameters:
+        notes.append(f"No {what} given: using {name} = {manifest.parameters[name].default}.")
+
+
+def planned_modes(facts: Facts, modes: list[Mode], notes: list[str]) -> list[Mode]:
+    """The family's modes minus the excluded ones; only the requested ones when the spec says 'only'."""
+    names = [m.name for m in modes]
+    keep = [m for m in modes if m.name in facts.modes_only] if facts.modes_only else \
+        [m for m in modes if m.name not in facts.modes_excluded]
+    for mode in facts.modes_excluded:
+        if mode in names:
+            notes.append(f"Mode {mode} left out: the spec excludes it.")
+    if facts.modes_only:
+        notes.append(f"Only mode(s) {', '.join(m.name for m in keep)} planned, as the spec asks.")
+    elif len(keep) > 1:
+        notes.append(f"Modes planned: {', '.join(m.name for m in keep)}; `vibe-rl run` starts {keep[0].name} "
+                     f"unless --mode says otherwise.")
+    return keep or modes[:1]
+
+
+def short_name(facts: Facts, manifest: Manifest, notes: list[str]) -> str:
+    if facts.short_name and facts.short_name != manifest.short_name:
+        notes.append(f"tmux prefix {facts.short_name!r} taken from the session names in the spec.")
+    return facts.short_name or manifest.short_name

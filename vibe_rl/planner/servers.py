@@ -1,0 +1,138 @@
+"""Per-server and GPU facts: "server 2 uses /models/b on port 10087 with 2 GPUs", "each server uses 4 GPUs",
+"8 GPUs in total", "agent_roll: 4 GPUs", in Chinese and English.
+
+A clause (line or sentence) is cut into segments at commas, "and", "和"; a segment that names "server N"
+gives its path, port and GPU count to server N, and a segment naming no server belongs to the nearest
+server named before it in the clause (else the next one after it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from vibe_rl.planner.text import NUM, SpecText, to_int
+
+if TYPE_CHECKING:
+    from vibe_rl.planner.facts import Found
+
+GPU = (rf"{NUM}\s*(?:x\s*)?(?:张|块|个|台)?\s*(?:gpus?|显卡|卡|cards?|[ahbv]\d{{2,3}}s?)(?![a-z0-9])"
+       rf"|(?:gpus?|显卡|卡数|gpu\s*数量?)\s*(?:[:：=]|is|数为)\s*{NUM}")
+SERVER = rf"(?:swarm\s*)?(?:server|服务器)\s*#?{NUM}(?![\d.])"
+PORT = r"(?:端口|ports?)\s*(?:号)?\s*(?:[:：=]|is|are|of)?\s*(\d{2,5})((?:\s*(?:,|，|、|/|and|和|与)\s*\d{4,5})*)"
+PER_SERVER = (r"\beach\b|\bper\s+(?:swarm\s+)?server\b|apiece|分别|各(?:自|用)?|每(?:个|台)?\s*(?:swarm\s*)?"
+              r"(?:server|服务器)|every server")
+TOTAL = r"in total|\btotal\b|in all|altogether|总共|一共|共计?|总计|合计"
+MODE_WORDS = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
+
+
+@dataclass
+class ServerFacts:
+    """What one clause or segment says about server N (each value not yet placed)."""
+
+    path: Found | None = None
+    port: Found | None = None
+    gpus: Found | None = None
+
+
+def _segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
+    out, pos = [], start
+    for m in re.finditer(r"[,，、(（]|\band\b|和|及", src.text[start:end]):
+        out.append((pos, start + m.start()))
+        pos = start + m.end()
+    out.append((pos, end))
+    return [(a, b) for a, b in out if src.text[a:b].strip()]
+
+
+def _server_of_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int, int | None]]:
+    """(seg start, seg end, server index) with inheritance from the nearest named server."""
+    segs = _segments(src, start, end)
+    named = []
+    for a, b in segs:
+        m = re.search(SERVER, src.text[a:b], re.IGNORECASE)
+        named.append(to_int(m.group(1)) - 1 if m else None)
+    out = []
+    for i, (a, b) in enumerate(segs):
+        index = named[i]
+        if index is None:
+            before = [n for n in named[:i] if n is not None]
+            after = [n for n in named[i + 1:] if n is not None]
+            index = before[-1] if before else (after[0] if after else None)
+        out.append((a, b, index))
+    return out
+
+
+def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFacts], list[Found]]:
+    from vibe_rl.planner.facts import Found
+
+    servers: dict[int, ServerFacts] = {}
+    loose_ports: list[Found] = []
+    for start, end in src.clauses():
+        clause = src.text[start:end]
+        if re.search(PER_SERVER, clause, re.IGNORECASE) and len(re.findall(SERVER, clause, re.IGNORECASE)) > 1:
+            segments = [(start, end, None)]  # "server 1 and server 2 use 4 GPUs each": a fact for every server
+        else:
+            segments = _server_of_segments(src, start, end)
+        for a, b, index in segments:
+            ports = [Found(int(p), a + m.start(), a + m.end()) for m in re.finditer(PORT, src.text[a:b], re.I)
+                     for p in [m.group(1), *re.findall(r"\d{4,5}", m.group(2))]]
+            if index is None:
+                loose_ports += ports
+                continue
+            facts = servers.setdefault(index, ServerFacts())
+            for path in paths:
+                if a <= path.start < b and facts.path is None:
+                    facts.path = path
+            if ports and facts.port is None:
+                facts.port = ports[0]
+            gpus = re.search(GPU, src.text[a:b], re.IGNORECASE)
+            if gpus and facts.gpus is None and not re.search(TOTAL, src.text[a:b], re.IGNORECASE):
+                facts.gpus = Found(to_int(next(g for g in gpus.groups() if g)), a + gpus.start(), a + gpus.end())
+    return servers, loose_ports
+
+
+@dataclass
+class GpuFacts:
+    """GPU counts by scope, each a Found (value and position) or None."""
+
+    total: Found | None = None
+    per_server: Found | None = None
+    mode_per_server: dict[str, Found] = field(default_factory=dict)  # "agent_roll_adv: 4 GPUs each"
+    mode_total: dict[str, Found] = field(default_factory=dict)  # "agent_roll_adv: 8 GPUs" (for all its servers)
+
+
+def gpu_facts(src: SpecText) -> GpuFacts:
+    """GPU counts outside single-server clauses (those are read by `server_facts`). A mode's total that equals
+    its per-server count times two ("4 GPUs each (8 in total)") is consistent and marked as read."""
+    from vibe_rl.planner.facts import Found
+
+    out = GpuFacts()
+    for start, end in src.clauses():
+        clause = src.text[start:end]
+        mode = next((name for name, words in MODE_WORDS.items() if re.search(words, clause, re.I)), None)
+        servers_named = len(re.findall(SERVER, clause, re.IGNORECASE))
+        each = re.search(PER_SERVER, clause, re.IGNORECASE)
+        for m in re.finditer(GPU, clause, re.IGNORECASE):
+            found = Found(to_int(next(g for g in m.groups() if g)), start + m.start(), start + m.end())
+            is_total = (re.search(rf"(?:{TOTAL})\s*(?:of|with|使用|用)?\s*$", clause[max(0, m.start() - 12):m.start()], re.I)
+                        or re.match(rf"\s*(?:{TOTAL})", clause[m.end():], re.IGNORECASE))
+            if mode == "agent_roll" and mode not in out.mode_per_server:
+                out.mode_per_server[mode] = found  # one server: its count is the mode's count
+            elif mode:
+                if is_total or not each:
+                    out.mode_total.setdefault(mode, found)
+                else:
+                    out.mode_per_server.setdefault(mode, found)
+            elif each and not is_total and out.per_server is None:
+                out.per_server = found
+            elif servers_named == 1 and not is_total:
+                continue  # one server's count: see server_facts
+            elif out.total is None:
+                out.total = found
+    for mode, total in list(out.mode_total.items()):
+        each = out.mode_per_server.get(mode)
+        if each is not None and each.value * 2 == total.value:
+            src.mark(total.start, total.end)
+            del out.mode_total[mode]
+    return out

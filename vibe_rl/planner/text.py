@@ -1,0 +1,124 @@
+"""The spec text plus a record of which parts of it the planner understood.
+
+Every extractor that places a fact in the TaskSpec marks the characters it read (`SpecText.mark`). What is
+left over is reported: a number outside every marked span, or a path, URL, env var or model name that is
+neither marked nor found among the TaskSpec's values, makes its clause an `unparsed` entry. So a fact the
+rules cannot place is shown to the user instead of being dropped or guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+# Numbers as digits, Chinese numerals or English words ("8", "八", "两", "eight").
+WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+         "ten": 10, "eleven": 11, "twelve": 12, "a single": 1, "a pair of": 2}
+_CN = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+NUM = r"(\d+|[零一二两三四五六七八九十]{1,3}|" + "|".join(sorted(WORDS, key=len, reverse=True)) + r")"
+
+_PATH = r"(?:https?://[^\s`'\"，。；）)]+|(?<![\w.])\.{0,2}/(?:[\w.-]+/)*[\w.-]+|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)"
+_ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
+_MODEL = (r"(?<![\w/.-])(?:qwen|gpt|claude|deepseek|llama|glm|mistral|gemma|yi|baichuan|internlm|o[134])"
+          r"[\w.-]*(?![\w/])")
+_NUMBER = r"(?<![\w.\-/])[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w/])"
+TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<num>{_NUMBER})", re.IGNORECASE)
+# Numbers that name or describe something rather than set a value: list markers, "Agent 2", "server 1",
+# "7B"-style sizes, ordinals ("第 3 轮"), ranges inside rule prose are not ignored.
+_ROLE_REF = r"(?:agent|server|服务器|智能体|optional|step|stage|phase|player|seat|玩家|座位|team|第)\s*#?"
+IGNORED_NUMBER = re.compile(rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s)")
+
+
+def to_int(word: str) -> int:
+    """'8' | '八' | '十二' | 'two' -> int."""
+    word = word.strip().lower()
+    if word.isdigit():
+        return int(word)
+    if word in WORDS:
+        return WORDS[word]
+    if "十" in word:
+        tens, _, ones = word.partition("十")
+        return (_CN.get(tens, 1) if tens else 1) * 10 + (_CN.get(ones, 0) if ones else 0)
+    return int("".join(str(_CN[c]) for c in word))
+
+
+class SpecText:
+    """The text and the spans (start, end) that extractors marked as understood."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.spans: list[tuple[int, int]] = []
+
+    def mark(self, start: int, end: int) -> None:
+        self.spans.append((start, end))
+
+    def take(self, match: re.Match | None, group: int | str = 0) -> re.Match | None:
+        """Mark a match (or one of its groups) as understood and return it."""
+        if match is not None:
+            self.mark(*match.span(group))
+        return match
+
+    def search(self, pattern: str, start: int = 0, end: int | None = None, mark: bool = True) -> re.Match | None:
+        found = re.compile(pattern, re.IGNORECASE).search(self.text, start, len(self.text) if end is None else end)
+        return self.take(found) if mark else found
+
+    def finditer(self, pattern: str, start: int = 0, end: int | None = None) -> Iterator[re.Match]:
+        return re.compile(pattern, re.IGNORECASE).finditer(self.text, start, len(self.text) if end is None else end)
+
+    def clauses(self) -> list[tuple[int, int]]:
+        """(start, end) of each line or sentence."""
+        out, start = [], 0
+        for m in _CLAUSE_END.finditer(self.text):
+            if self.text[start:m.start()].strip():
+                out.append((start, m.start()))
+            start = m.end()
+        if self.text[start:].strip():
+            out.append((start, len(self.text)))
+        return out
+
+    def clause_of(self, position: int) -> tuple[int, int]:
+        for start, end in self.clauses():
+            if start <= position < end:
+                return start, end
+        return position, position
+
+    def understood(self, start: int, end: int) -> bool:
+        return any(a <= start and end <= b for a, b in self.spans)
+
+    def unparsed(self, landed: Iterable[str]) -> list[str]:
+        """The clauses holding a fact that is neither marked nor among `landed` (the TaskSpec's strings)."""
+        values = {v.lower() for v in landed}
+        out: list[str] = []
+        for m in TOKEN.finditer(self.text):
+            if self.understood(*m.span()) or self._ignored(m):
+                continue
+            if m.lastgroup != "num" and (m.group().lower() in values or any(m.group().lower() in v for v in values)):
+                continue
+            start, end = self.clause_of(m.start())
+            clause = self.text[start:end].strip(" \t-*:：")
+            if len(clause) > 160:  # narrow a long clause to the comma-separated part holding the fact
+                parts = re.split(r"[,，、]", clause)
+                clause = next((p for p in parts if m.group() in p), clause[:160]).strip()
+            if clause and clause not in out:
+                out.append(clause)
+        return out
+
+    def _ignored(self, m: re.Match) -> bool:
+        if m.lastgroup != "num":
+            return False
+        line_start = self.text.rfind("\n", 0, m.start()) + 1
+        for ref in IGNORED_NUMBER.finditer(self.text, line_start, min(len(self.text), m.end() + 3)):
+            if ref.start() <= m.start() < ref.end():
+                return True
+        return False
+
+
+def strings_of(data: Any, skip: frozenset[str] = frozenset({"notes", "unparsed", "description", "title"})) -> list[str]:
+    """Every string value in a JSON-like object (keys in `skip` left out)."""
+    if isinstance(data, dict):
+        return [s for k, v in data.items() if k not in skip for s in strings_of(v, skip)]
+    if isinstance(data, list):
+        return [s for v in data for s in strings_of(v, skip)]
+    return [data] if isinstance(data, str) else []
