@@ -12,8 +12,7 @@ import re
 
 from vibe_rl.planner.common import game_parameter, planned_modes, short_name, training
 from vibe_rl.planner.facts import Facts
-from vibe_rl.planner.servers import SERVER
-from vibe_rl.planner.text import to_int
+from vibe_rl.planner.servers import server_segments
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Server, TaskSpec, Team
 
@@ -25,15 +24,16 @@ SCORE_RANGE = r"0\s*(?:-|~|到|至)\s*2\s*(?:points?|分)|\[0,\s*1\]"  # the gra
 
 
 def agent_servers(facts: Facts) -> dict[int, int]:
-    """Agent number -> 0-based server index, from lines naming both (or a model path after the agents)."""
+    """Agent number -> 0-based server index: each "Agent N" goes to the server named in its clause segment
+    (or the nearest one, as for model paths and ports)."""
     server_of: dict[int, int] = {}
     for start, end in facts.src.clauses():
-        line = facts.text[start:end]
-        agents = [int(a) for a in re.findall(_AGENT, line, re.IGNORECASE) if int(a) in AGENT_ROLES]
-        server = re.search(SERVER, line, re.IGNORECASE)
-        if agents and server:
-            for agent in agents:
-                server_of.setdefault(agent, to_int(server.group(1)) - 1)
+        segments = server_segments(facts.src, start, end)
+        for m in re.finditer(_AGENT, facts.text[start:end], re.IGNORECASE):
+            agent = int(m.group(1))
+            index = next((i for a, b, i in segments if a <= start + m.start() < b), None)
+            if agent in AGENT_ROLES and index is not None:
+                server_of.setdefault(agent, index)
     return server_of
 
 

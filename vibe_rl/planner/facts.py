@@ -97,7 +97,7 @@ def _number(src: SpecText, patterns: list[str], cast=to_int) -> Any:
 
 def _found(src: SpecText, pattern: str) -> Found | None:
     m = src.search(pattern, mark=False)
-    return Found(to_int(m.group(1)), *m.span()) if m else None
+    return Found(to_int(next(g for g in m.groups() if g is not None)), *m.span()) if m else None
 
 
 def model_paths(src: SpecText) -> list[Found]:
@@ -105,11 +105,11 @@ def model_paths(src: SpecText) -> list[Found]:
     for m in src.finditer(r"`(/[^`\s]+)`|(?<![\w.:/])((?:\.{1,2})?/(?:[\w.-]+/)+[\w.-]+)|`([\w-]+/[\w.-]+)`"
                           r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"):
         group = next(i for i in range(1, 5) if m.group(i))
-        path = m.group(group)
+        path = m.group(group).rstrip(".")
         if path.lower().endswith((".md", ".py", ".json", ".yaml", ".yml", ".txt")):
             continue
         if not any(f.start <= m.start(group) < f.end for f in out):
-            out.append(Found(path, *m.span(group)))
+            out.append(Found(path, m.start(group), m.start(group) + len(path)))
     return out
 
 

@@ -23,6 +23,7 @@ SERVER = rf"(?:swarm\s*)?(?:server|服务器)\s*#?{NUM}(?![\d.])"
 PORT = r"(?:端口|ports?)\s*(?:号)?\s*(?:[:：=]|is|are|of)?\s*(\d{2,5})((?:\s*(?:,|，|、|/|and|和|与)\s*\d{4,5})*)"
 PER_SERVER = (r"\beach\b|\bper\s+(?:swarm\s+)?server\b|apiece|分别|各(?:自|用)?|每(?:个|台)?\s*(?:swarm\s*)?"
               r"(?:server|服务器)|every server")
+EACH_SERVER = r"each (?:swarm )?server|every server|per (?:swarm )?server|每(?:个|台)?\s*(?:swarm\s*)?(?:server|服务器)"
 TOTAL = r"in total|\btotal\b|in all|altogether|总共|一共|共计?|总计|合计"
 MODE_WORDS = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 
@@ -45,7 +46,7 @@ def _segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in out if src.text[a:b].strip()]
 
 
-def _server_of_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int, int | None]]:
+def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int, int | None]]:
     """(seg start, seg end, server index) with inheritance from the nearest named server."""
     segs = _segments(src, start, end)
     named = []
@@ -73,19 +74,22 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
         if re.search(PER_SERVER, clause, re.IGNORECASE) and len(re.findall(SERVER, clause, re.IGNORECASE)) > 1:
             segments = [(start, end, None)]  # "server 1 and server 2 use 4 GPUs each": a fact for every server
         else:
-            segments = _server_of_segments(src, start, end)
-        for a, b, index in segments:
-            ports = [Found(int(p), a + m.start(), a + m.end()) for m in re.finditer(PORT, src.text[a:b], re.I)
-                     for p in [m.group(1), *re.findall(r"\d{4,5}", m.group(2))]]
+            segments = server_segments(src, start, end)
+        ports = [Found(int(p), start + m.start(), start + m.end()) for m in re.finditer(PORT, clause, re.I)
+                 for p in [m.group(1), *re.findall(r"\d{4,5}", m.group(2))]]
+        for port in ports:
+            index = next((i for a, b, i in segments if a <= port.start < b), None)
             if index is None:
-                loose_ports += ports
+                loose_ports.append(port)
+            elif servers.setdefault(index, ServerFacts()).port is None:
+                servers[index].port = port
+        for a, b, index in segments:
+            if index is None:
                 continue
             facts = servers.setdefault(index, ServerFacts())
             for path in paths:
                 if a <= path.start < b and facts.path is None:
                     facts.path = path
-            if ports and facts.port is None:
-                facts.port = ports[0]
             gpus = re.search(GPU, src.text[a:b], re.IGNORECASE)
             if gpus and facts.gpus is None and not re.search(TOTAL, src.text[a:b], re.IGNORECASE):
                 facts.gpus = Found(to_int(next(g for g in gpus.groups() if g)), a + gpus.start(), a + gpus.end())
@@ -117,6 +121,8 @@ def gpu_facts(src: SpecText) -> GpuFacts:
             found = Found(to_int(next(g for g in m.groups() if g)), start + m.start(), start + m.end())
             is_total = (re.search(rf"(?:{TOTAL})\s*(?:of|with|使用|用)?\s*$", clause[max(0, m.start() - 12):m.start()], re.I)
                         or re.match(rf"\s*(?:{TOTAL})", clause[m.end():], re.IGNORECASE))
+            if re.search(EACH_SERVER, clause, re.IGNORECASE) and not is_total and out.per_server is None:
+                out.per_server = found  # "each server uses 2 GPUs": every server, whatever the mode
             if mode == "agent_roll" and mode not in out.mode_per_server:
                 out.mode_per_server[mode] = found  # one server: its count is the mode's count
             elif mode:

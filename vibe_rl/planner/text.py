@@ -94,7 +94,8 @@ class SpecText:
         for m in TOKEN.finditer(self.text):
             if self.understood(*m.span()) or self._ignored(m):
                 continue
-            if m.lastgroup != "num" and (m.group().lower() in values or any(m.group().lower() in v for v in values)):
+            token = m.group().rstrip(".").lower()
+            if m.lastgroup != "num" and (token in values or any(token in v for v in values)):
                 continue
             start, end = self.clause_of(m.start())
             clause = self.text[start:end].strip(" \t-*:：")
