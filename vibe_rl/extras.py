@@ -21,6 +21,10 @@ EXTRA_OF = {
     "vllm": "vllm",
     "verl": "verl",
     "ray": "verl",
+    "tensorboard": "tensorboard",
+    "wandb": "wandb",
+    "swanlab": "swanlab",
+    "matplotlib": "plot",
 }
 
 

@@ -35,6 +35,7 @@ import httpx
 
 from vibe_rl.errors import SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
+from vibe_rl.swarm.protocol import Update
 from vibe_rl.swarm.episodes import Episode, open_episode
 
 log = logging.getLogger("vibe_rl.swarm.client")
@@ -148,6 +149,11 @@ class SwarmClient:
 
     def get_traces(self, limit: int = 200) -> dict[str, Any]:
         return self._call("GET", f"/control/traces?limit={int(limit)}")
+
+    def updates(self, since: int = 0) -> list[Update]:
+        """The weight updates after global step `since`, oldest first (integer steps)."""
+        data = self._call("GET", f"/control/updates?since={int(since)}")
+        return [Update.model_validate(row) for row in data["updates"]]
 
     def stop_engine(self) -> dict[str, Any]:
         return self._call("POST", "/control/stop")

@@ -103,6 +103,19 @@ class StartRequest(BaseModel):
     job: TrainJob | None = Field(default=None, description="The job; None uses the server's base job")
 
 
+class Update(BaseModel):
+    """One weight update as `GET /control/updates` reports it; every other metric is an extra field
+    (loss, kl, clip_frac, grad_norm, reward_std, reward_<role>, tokens_per_s, ...)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    step: int = Field(description="The global step this update produced (1 for the first)")
+    ts: float = Field(default=0.0, description="Unix time the update was recorded")
+    reward_mean: float = Field(default=0.0, description="Mean episode reward of the update's batch")
+    episodes: int = Field(default=0, description="Episodes trained on")
+    loss: float | None = Field(default=None, description="GRPO loss (None when the step was skipped)")
+
+
 # ---------------------------------------------------------------- errors
 
 

@@ -59,6 +59,11 @@ async def stop(request: Request) -> Response:
     return _json(await _serving(request).stop())
 
 
+@control.get("/updates")
+async def updates(request: Request, since: int = 0, limit: int = 1000) -> Response:
+    return _json(_serving(request).updates_view(since, limit))
+
+
 @control.get("/traces")
 async def traces(request: Request, limit: int = 200) -> Response:
     return _json(_serving(request).traces_view(limit))

@@ -92,6 +92,7 @@ class SwarmServing:
         self.discarded = 0
         self.aborted = 0
         self.last_update: dict[str, Any] | None = None
+        self.sink: Any = None  # vibe_rl.swarm.loggers.MetricsSink: per-update metrics to the job's loggers
         self.inflight = 0
         self._rolling = asyncio.Event()
         self._drained = asyncio.Event()
@@ -141,6 +142,7 @@ class SwarmServing:
             self.state = OFFLINE
             return
         self.engine, self.store, self.global_step = booted.engine, booted.store, booted.step
+        self.sink = booted.sink
         self.pool = Pool(self.job.train)
         for ep in booted.recovered:
             self.pool.add(ep)
@@ -175,6 +177,9 @@ class SwarmServing:
             await asyncio.to_thread(engine.close)
         if store is not None:
             store.close()
+        if self.sink is not None:
+            self.sink.close()
+            self.sink = None
         status = self.status()
         status["abandoned_running_episodes"] = running
         self.job = None
@@ -221,6 +226,11 @@ class SwarmServing:
             # the job the engine runs: the client's job after this server's --model/--set overrides
             "job": self.job.model_dump(mode="json") if self.job else None,
         }
+
+    def updates_view(self, since: int, limit: int = 1000) -> dict[str, Any]:
+        """Per-update metrics with step > since (GET /control/updates?since=N); empty while OFFLINE."""
+        rows = self.store.updates_since(since, max(1, min(limit, 10_000))) if self.store is not None else []
+        return {"global_step": self.global_step, "updates": rows}
 
     def traces_view(self, limit: int) -> dict[str, Any]:
         limit = max(0, limit)
@@ -430,6 +440,9 @@ class SwarmServing:
             self.global_step += 1
             self.store.mark(uuids, "trained", self.global_step)
             metrics["update_s"] = round(time.monotonic() - started, 3)
+            if self.sink is not None:  # throughput, counts, then the job's loggers (jsonl, tensorboard, ...)
+                metrics = self.sink.finish(self.global_step, metrics, discarded_episodes=self.discarded,
+                                           aborted_episodes=self.aborted)
             self.store.record_update(self.global_step, metrics)
             if self.job.train.total_steps and self.global_step >= self.job.train.total_steps:
                 self.notes.append(f"reached train.total_steps={self.job.train.total_steps}: no more weight updates; "

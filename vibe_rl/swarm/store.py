@@ -122,6 +122,13 @@ class Store:
                                     (limit,)).fetchall()
         return [{"step": s, "ts": ts, **json.loads(m)} for s, m, ts in reversed(rows)]
 
+    def updates_since(self, since: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        """Updates with step > since, oldest first; `step` is the int global step."""
+        with self._lock:
+            rows = self._db.execute("SELECT step, metrics_json, ts FROM updates WHERE step > ? ORDER BY step LIMIT ?",
+                                    (int(since), int(limit))).fetchall()
+        return [{**json.loads(m), "step": int(s), "ts": ts} for s, m, ts in rows]
+
     _UNTRAINED = "status='completed' OR (status='trained' AND trained_step > ?)"
 
     def count_untrained(self, resumed_step: int) -> int:

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from vibe_rl.schema import EngineConfig, TrainJob
+from vibe_rl.swarm.loggers import MetricsSink, make_loggers
+from vibe_rl.swarm.metrics import batch_metrics, engine_metrics
 from vibe_rl.swarm.pool import CompletedEpisode
 
 
@@ -31,6 +33,7 @@ class Booted:
     step: int
     recovered: list[CompletedEpisode] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    sink: Any = None  # MetricsSink of the job's experiment.loggers
 
 
 def checkpoint_root(job: TrainJob) -> Path:
@@ -52,7 +55,13 @@ def boot(job: TrainJob) -> Booted:
     from vibe_rl.swarm.store import Store
 
     Path(job.experiment.dir).mkdir(parents=True, exist_ok=True)
-    engine = load_engine(job.model, job.train, trainable=True)
+    # loggers first: a missing extra (tensorboard, wandb, swanlab) fails the boot at once, naming the extra
+    sink = MetricsSink(make_loggers(job.experiment.loggers, job.experiment.dir, job.experiment.name))
+    try:
+        engine = load_engine(job.model, job.train, trainable=True)
+    except BaseException:
+        sink.close()
+        raise
     store = Store(Path(job.experiment.dir) / "swarm.sqlite")
     notes, step = [], 0
     found = latest_checkpoint(job)
@@ -66,7 +75,7 @@ def boot(job: TrainJob) -> Booted:
         notes.append(f"recovered {late} completed but untrained episodes from {store.path} into the pool "
                      "(they will be trained on in the next updates)")
     store.set_meta("job", job.model_dump(mode="json"))
-    return Booted(engine, store, step, recovered, notes)
+    return Booted(engine, store, step, recovered, notes, sink)
 
 
 def load_frozen(path: str, base: EngineConfig | None = None) -> Any:
@@ -91,15 +100,13 @@ def build_batch(groups: list[list[CompletedEpisode]], max_samples: int) -> tuple
         samples.extend(build_samples(turns, task_id=ep.task_id, episode_id=ep.episode_uuid, advantage=value))
     dropped = max(0, len(samples) - max_samples)
     samples = samples[:max_samples]
-    rewards = [ep.reward for ep in episodes]
-    mean = sum(rewards) / len(rewards) if rewards else 0.0
-    return samples, {"reward_mean": round(mean, 6), "episodes": float(len(episodes)), "tasks": float(len(groups)),
-                     "samples": float(len(samples)), "dropped_samples": float(dropped), **adv.metrics()}
+    return samples, {**batch_metrics(groups), "samples": len(samples), "dropped_samples": dropped,
+                     "groups": adv.num_groups, "all_equal_groups": adv.num_all_equal_groups}
 
 
 def train_step(engine: Any, job: TrainJob, groups: list[list[CompletedEpisode]], step: int) -> dict[str, Any]:
     samples, info = build_batch(groups, job.train.max_samples)
-    metrics = dict(engine.train(samples)) if samples else {"skipped_empty": 1.0}
+    metrics = engine_metrics(engine.train(samples)) if samples else {"skipped_empty": 1}
     metrics.update(info)
     if job.train.save_freq and step % job.train.save_freq == 0:
         save_checkpoint(engine, job, step)

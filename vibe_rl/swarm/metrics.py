@@ -1,0 +1,70 @@
+"""What one weight update reports about its episodes (rewards, roles, tokens), with integer counts.
+
+`batch_metrics(groups)` is merged into the update's metrics next to the engine's own (loss, KL,
+clip fraction, grad norm); `engine_metrics` renames the engine's internal counters so that
+`step` always means the server's `global_step`, an int.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from vibe_rl.swarm.pool import CompletedEpisode
+
+# engine keys that are counts (ints on the wire), and engine keys renamed so `step` stays the global step
+COUNT_KEYS = ("num_samples", "num_loss_tokens", "zero_advantage_samples", "truncated_samples",
+              "truncated_loss_tokens", "dropped_samples", "nan_skipped", "nan_skipped_total")
+RENAMED = {"step": "engine_step", "version": "weight_version"}
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0}
+    mean = math.fsum(values) / len(values)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    return {"mean": round(mean, 6), "std": round(std, 6), "min": min(values), "max": max(values)}
+
+
+def role_of(player: str | None) -> str | None:
+    """'civilian:player_3' -> 'civilian'; an untagged call has no role."""
+    if not player:
+        return None
+    return player.split(":", 1)[0].strip() or None
+
+
+def batch_metrics(groups: list[list[CompletedEpisode]]) -> dict[str, Any]:
+    """Reward statistics (overall and per trainable role), counts and generated tokens of the groups."""
+    episodes = [ep for group in groups for ep in group]
+    rewards = [ep.reward for ep in episodes]
+    out: dict[str, Any] = {f"reward_{k}": v for k, v in _stats(rewards).items()}
+    by_role: dict[str, list[float]] = {}
+    tokens = turns = 0
+    for ep in episodes:
+        roles = set()
+        for turn in ep.turns:
+            if turn.static:
+                continue
+            turns += 1
+            tokens += len(turn.response_ids)
+            role = role_of(turn.player)
+            if role:
+                roles.add(role)
+        for role in roles:  # an episode's reward counts once for each trainable role that played in it
+            by_role.setdefault(role, []).append(ep.reward)
+    for role, values in sorted(by_role.items()):
+        out[f"reward_{role}"] = _stats(values)["mean"]
+    out.update(episodes=len(episodes), tasks=len(groups), trainable_turns=turns, tokens=tokens)
+    return out
+
+
+def engine_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The engine's step metrics with integer counts and no key that shadows the global step."""
+    out = dict(metrics)
+    for old, new in RENAMED.items():
+        if old in out:
+            out[new] = int(out.pop(old))
+    for key in COUNT_KEYS:
+        if isinstance(out.get(key), float) and math.isfinite(out[key]):
+            out[key] = int(out[key])
+    return out
