@@ -1,4 +1,4 @@
-"""`vibe-rl new`: a natural-language spec -> a TaskSpec -> a rendered project."""
+"""`vibe-rl new`: a natural-language spec (or an edited TaskSpec) -> a rendered project."""
 
 from __future__ import annotations
 
@@ -7,37 +7,60 @@ from pathlib import Path
 import typer
 
 
+def _show(task, planner: str, as_json: bool) -> None:
+    """The plan summary, notes, and in yellow what the planner did not understand (stderr with --json)."""
+    if as_json:
+        typer.echo(task.model_dump_json(indent=2))
+    else:
+        typer.echo(f"planner: {planner}; family: {task.family}; project: {task.name}")
+        for note in task.notes:
+            typer.echo(f"note: {note}")
+    for clause in task.unparsed:
+        typer.secho(f"not understood: {clause!r}", fg=typer.colors.YELLOW, err=as_json)
+    if task.unparsed:
+        typer.secho("  (these facts are not in the plan: fix task_spec.json and render it with "
+                    "`vibe-rl new --plan FILE`, or rephrase the spec)", fg=typer.colors.YELLOW, err=as_json)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def new(
         spec: str | None = typer.Argument(None, help="The task in a few lines (Chinese or English)."),
         spec_file: Path | None = typer.Option(None, "--spec-file", "-f", help="Read the spec from this file."),
+        plan_file: Path | None = typer.Option(
+            None, "--plan", help="Render this TaskSpec JSON (e.g. an edited task_spec.json or the output of "
+            "--dry-run --json) instead of planning a spec; validated like a planner's answer."),
         out: Path | None = typer.Option(None, "--out", "-o", help="Project folder (default: generated/<slug>)."),
         name: str | None = typer.Option(None, "--name", help="Project slug, e.g. my_spy_game."),
+        family: str | None = typer.Option(
+            None, "--family", help="Use this template family instead of matching keywords, e.g. turn_based "
+            "(the generic skeleton for a game no template covers)."),
         planner: str = typer.Option("auto", "--planner", help="offline | openai | anthropic | auto."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Plan only: print the TaskSpec, write nothing."),
         as_json: bool = typer.Option(False, "--json", help="Print the TaskSpec as JSON."),
         force: bool = typer.Option(False, "--force", help="Overwrite files in a non-empty --out folder."),
     ) -> None:
-        """Turn a spec into a reviewable training project (game rules, agent_run/agent_roll, config, tests)."""
+        """Turn a spec into a reviewable training project (game rules, agent_run/agent_roll, config, tests).
+
+        What the planner could not place in the plan is printed as "not understood" before anything is
+        written; every default it took is printed as a note."""
         from vibe_rl.errors import PlannerError
-        from vibe_rl.planner import plan, resolve
+        from vibe_rl.planner import load_plan, plan, resolve
         from vibe_rl.scaffold.render import render_project
 
-        if (spec is None) == (spec_file is None):
-            raise PlannerError('Give the spec either as an argument or with --spec-file, e.g. '
-                               'vibe-rl new "who is spy, 8 GPUs, batch size 16".')
-        if spec_file is not None:
-            if not spec_file.is_file():
-                raise PlannerError(f"--spec-file {spec_file} does not exist.")
-            spec = spec_file.read_text(encoding="utf-8")
-        task = plan(spec, planner=planner, name=name)
-        if as_json:
-            typer.echo(task.model_dump_json(indent=2))
+        given = [x for x in (spec, spec_file, plan_file) if x is not None]
+        if len(given) != 1:
+            raise PlannerError('Give exactly one of: the spec as an argument, --spec-file FILE, or --plan '
+                               'task_spec.json, e.g. vibe-rl new "who is spy, 8 GPUs, batch size 16".')
+        if plan_file is not None:
+            task, used = load_plan(plan_file, name=name), "none (--plan)"
         else:
-            typer.echo(f"planner: {resolve(planner)}; family: {task.family}; project: {task.name}")
-            for note in task.notes:
-                typer.echo(f"note: {note}")
+            if spec_file is not None:
+                if not spec_file.is_file():
+                    raise PlannerError(f"--spec-file {spec_file} does not exist.")
+                spec = spec_file.read_text(encoding="utf-8")
+            task, used = plan(spec, planner=planner, name=name, family=family), resolve(planner)
+        _show(task, used, as_json)
         if dry_run:
             return
         target = out or Path("generated") / task.name

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from pathlib import Path
 from typing import Protocol
 
 from vibe_rl.errors import PlannerError
@@ -45,13 +46,44 @@ def get_planner(name: str = "auto", **kwargs) -> Planner:
     return getattr(importlib.import_module(module), cls)(**kwargs)
 
 
-def plan(text: str, planner: str = "auto", name: str | None = None) -> TaskSpec:
-    """Plan `text`; `name` overrides the project slug."""
-    spec = get_planner(planner).plan(text)
-    if name:
-        try:
-            spec = TaskSpec.model_validate({**spec.model_dump(), "name": name})
-        except ValueError as exc:
-            raise PlannerError(f"--name {name!r} is not a valid project slug: use lowercase letters, digits and _ "
-                               f"(e.g. my_spy_game). {exc}") from exc
+def plan(text: str, planner: str = "auto", name: str | None = None, family: str | None = None) -> TaskSpec:
+    """Plan `text`; `name` overrides the project slug; `family` skips keyword matching (offline rules of that
+    family, or for an LLM planner with `turn_based`, the rules-writing loop)."""
+    if family is not None and resolve(planner) == "offline":
+        from vibe_rl.planner.offline import OfflinePlanner
+
+        spec = OfflinePlanner().plan(text, family=family)
+    elif family is not None:
+        spec = get_planner(planner).plan(text, family=family)
+    else:
+        spec = get_planner(planner).plan(text)
+    return _renamed(spec, name)
+
+
+def _renamed(spec: TaskSpec, name: str | None) -> TaskSpec:
+    if not name:
+        return spec
+    try:
+        return TaskSpec.model_validate({**spec.model_dump(), "name": name})
+    except ValueError as exc:
+        raise PlannerError(f"--name {name!r} is not a valid project slug: use lowercase letters, digits and _ "
+                           f"(e.g. my_spy_game). {exc}") from exc
+
+
+def load_plan(path: str | Path, name: str | None = None) -> TaskSpec:
+    """An edited TaskSpec file, checked as a planner's answer is: the schema, the family, and that it renders."""
+    from vibe_rl.errors import ConfigError, TemplateError
+    from vibe_rl.scaffold.families import load_family
+    from vibe_rl.scaffold.render import render_files
+
+    path = Path(path)
+    if not path.is_file():
+        raise PlannerError(f"--plan {path} does not exist. Write one with `vibe-rl new SPEC --dry-run --json > "
+                           f"{path.name}`, or pass a project's task_spec.json.")
+    try:
+        spec = _renamed(TaskSpec.load(path), name)
+        render_files(spec, load_family(spec.family))
+    except (ConfigError, TemplateError) as exc:
+        raise PlannerError(f"--plan {path} cannot be rendered: {exc}\nFix the named field in {path} and run "
+                           "the command again.") from exc
     return spec

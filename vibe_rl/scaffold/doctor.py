@@ -3,7 +3,7 @@
 Each finding names the file, the line and the fix. Checks: every .py compiles; no CJK characters in code;
 task ids are non-empty and unique (dataset and `Task(task_id=...)` calls); roll scripts agree with the
 config on batch size and group size; each role is wired (TEAM_MODELS) to the model the TaskSpec intends;
-every chat call is tagged with `user=`.
+every chat call is tagged with `user=`; and the plan can learn (vibe_rl.scaffold.doctor_plan).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from vibe_rl.errors import VibeRLError
+from vibe_rl.scaffold.doctor_plan import check_plan
 from vibe_rl.schema.job import TrainJob
 from vibe_rl.schema.spec import SPEC_FILE, TaskSpec
 
@@ -150,9 +151,7 @@ class Doctor:
     def check_script_sizes(self, script: str, config: str, job: TrainJob) -> None:
         tree = self.trees.get(script)
         if tree is None:
-            if not (self.root / script).is_file():
-                self.add("error", script, 0, "roll script is missing", "re-render the project")
-            return
+            return  # a missing script is reported by doctor_plan.check_mode_files
         for node in tree.body:
             targets = node.targets if isinstance(node, ast.Assign) else []
             for target in targets:
@@ -220,6 +219,8 @@ class Doctor:
             self.check_dataset(*dataset)
         self.check_task_calls()
         self.check_sizes(spec)
+        if spec is not None:
+            check_plan(self, spec)
         self.check_wiring(spec)
         self.check_user_tags()
         return self.findings

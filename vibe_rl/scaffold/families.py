@@ -30,16 +30,28 @@ class DatasetInfo(BaseModel):
     generate: list[str] = Field(default_factory=list, description="Scripts run after rendering to write data files")
 
 
+class ModeInfo(BaseModel):
+    """A run mode the family's templates implement; its script is rendered only when the plan has the mode."""
+
+    name: str = Field(description="Mode name, e.g. 'agent_roll_adv'")
+    script: str = Field(description="Training loop script the mode runs, e.g. 'agent_roll_adv.py'")
+    run_file: str = Field(description="Episode file holding the mode's TEAM_MODELS, e.g. 'agent_run_adv.py'")
+    servers: int = Field(default=1, ge=1, description="Trainable swarm servers the mode starts")
+    description: str = Field(default="", description="What the mode trains")
+
+
 class Manifest(BaseModel):
     """The contract of a template family (templates/<family>/manifest.yaml)."""
 
     name: str = Field(description="Family name; equals the folder name")
     description: str = Field(description="What the family trains, for users and LLM planners")
     short_name: str = Field(description="Default TaskSpec.short_name (tmux session prefix)")
-    keywords: dict[str, list[str]] = Field(description="Language -> phrases that select this family")
+    keywords: dict[str, list[str]] = Field(
+        description="Language -> phrases that select this family (empty: chosen only with --family)")
     parameters: dict[str, Parameter] = Field(default_factory=dict, description="Game parameters and defaults")
     roles: list[str] = Field(default_factory=list, description="Roles the family's code knows")
     dataset: DatasetInfo | None = Field(default=None, description="Where task ids come from")
+    modes: list[ModeInfo] = Field(default_factory=list, description="Run modes the templates implement, default first")
     examples: list[str] = Field(default_factory=list, description="Example spec prompts, relative to the family")
     path: Path = Field(default=Path("."), exclude=True, description="The family folder")
 

@@ -19,9 +19,23 @@ SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
 
 def build_context(spec: TaskSpec, manifest: Manifest) -> dict[str, Any]:
-    """What templates see. Lookups are precomputed so templates stay free of logic."""
+    """What templates see. Lookups are precomputed so templates stay free of logic.
+
+    A mode the manifest declares but the plan left out gets the teams' default wiring on the first server,
+    so shared files (e.g. an agent_run.py that agent_run_adv.py imports) still render; its script is skipped."""
     teams = {t.name: t for t in spec.teams}
+    planned = {m.name for m in spec.modes}
+    mode_servers = {m.name: m.servers for m in spec.modes}
+    wiring = {m.name: {r: spec.model_for_role(r, m.name).name for r in spec.roles} for m in spec.modes}
     rewarded = {m.name: {s: teams[t].roles[0] for s, t in m.rewarded.items()} for m in spec.modes}
+    servers = {s.name for s in spec.servers}
+    for info in manifest.modes:
+        if info.name not in planned:
+            first = spec.servers[0].name
+            mode_servers[info.name] = [first]
+            wiring[info.name] = {r: spec.team_of(r).model for r in spec.roles}
+            rewarded[info.name] = {first: next((t.roles[0] for t in spec.teams if t.model == first),
+                                               spec.teams[0].roles[0])}
     return {
         "spec": spec,
         "manifest": manifest,
@@ -29,12 +43,19 @@ def build_context(spec: TaskSpec, manifest: Manifest) -> dict[str, Any]:
         "training": spec.training,
         "reward": spec.reward,
         "servers": {s.name: s for s in spec.servers},
-        "mode_servers": {m.name: m.servers for m in spec.modes},
-        "wiring": {m.name: {r: spec.model_for_role(r, m.name).name for r in spec.roles} for m in spec.modes},
+        "mode_servers": mode_servers,
+        "wiring": wiring,
         "rewarded_role": rewarded,
-        "main_role": {m.name: rewarded[m.name][m.servers[0]] for m in spec.modes if m.servers[0] in rewarded[m.name]},
-        "tmux_sessions": [spec.tmux_session(s.name) for s in spec.servers] + [spec.client_session],
+        "main_role": {m: r[mode_servers[m][0]] for m, r in rewarded.items() if mode_servers[m][0] in r},
+        "tmux_sessions": [spec.tmux_session(s) for s in sorted(servers, key=[x.name for x in spec.servers].index)]
+        + [spec.client_session],
     }
+
+
+def skipped_files(spec: TaskSpec, manifest: Manifest) -> set[str]:
+    """Scripts of the modes the manifest declares but the plan does not have."""
+    planned = {m.name for m in spec.modes}
+    return {info.script for info in manifest.modes if info.name not in planned}
 
 
 def config_text(spec: TaskSpec, server: str) -> str:
@@ -51,11 +72,14 @@ def render_files(spec: TaskSpec, manifest: Manifest) -> dict[str, str]:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(manifest.project_dir)),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     context = build_context(spec, manifest)
+    skipped = skipped_files(spec, manifest)
     files: dict[str, str] = {}
     for path in sorted(manifest.project_dir.rglob("*")):
         if path.is_dir() or SKIP & set(path.parts):
             continue
         rel = path.relative_to(manifest.project_dir).as_posix()
+        if rel.removesuffix(".j2") in skipped:
+            continue
         if rel.endswith(".j2"):
             try:
                 files[rel[:-3]] = env.get_template(rel).render(context)

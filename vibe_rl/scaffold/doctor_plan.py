@@ -1,0 +1,137 @@
+"""Doctor checks of the plan itself: can the project learn, and does the TaskSpec agree with the files a run uses.
+
+Each is an error naming the file and the fix:
+- a mode in which no role reaches a trainable server (nothing is trained);
+- a rewarded team none of whose roles plays on the server its reward goes to (the reward trains nothing);
+- win reward equal to loss reward, in task_spec.json or in a run file's `WIN, LOSS = ...` (zero advantages);
+- a static model a mode's roles call that the serving server's config does not carry, or that names an API
+  key env var but neither a URL nor a URL env var (the key is never used; drop it for a frozen local copy);
+- a server's GPU count that differs between task_spec.json (servers[].gpus, modes[].gpus), the config
+  header and the GPUs a mode's run needs against the node's `gpus`;
+- a mode whose script or run file does not exist.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from vibe_rl.errors import VibeRLError
+from vibe_rl.schema.job import TrainJob
+from vibe_rl.schema.spec import SPEC_FILE, TaskSpec
+
+if TYPE_CHECKING:
+    from vibe_rl.scaffold.doctor import Doctor
+
+_HEADER = re.compile(r"^# TrainJob of swarm server '([^']+)' \(port (\d+), (\d+) GPUs")
+
+
+def check_plan(doc: Doctor, spec: TaskSpec) -> None:
+    check_trainable(doc, spec)
+    check_rewards(doc, spec)
+    check_static(doc, spec)
+    check_gpus(doc, spec)
+    check_mode_files(doc, spec)
+
+
+def check_trainable(doc: Doctor, spec: TaskSpec) -> None:
+    for mode in spec.modes:
+        routes = [spec.model_for_role(role, mode.name) for role in spec.roles]
+        if not any(r.kind == "server" for r in routes):
+            doc.add("error", SPEC_FILE, 0,
+                    f"mode {mode.name}: no role reaches a trainable server (every role plays "
+                    f"{sorted({r.name for r in routes})}), so nothing is trained",
+                    f"wire at least one team to a server of the mode ({', '.join(mode.servers)}): set its "
+                    f"teams[].model, or modes[{mode.name}].teams, then re-render with vibe-rl new --plan")
+
+
+def check_rewards(doc: Doctor, spec: TaskSpec) -> None:
+    for mode in spec.modes:
+        for server, team_name in mode.rewarded.items():
+            team = next(t for t in spec.teams if t.name == team_name)
+            where = {spec.model_for_role(role, mode.name).name for role in team.roles}
+            if server not in where:
+                doc.add("error", SPEC_FILE, 0,
+                        f"mode {mode.name}: {server} is rewarded for team {team_name}, but its roles "
+                        f"{team.roles} play on {sorted(where)}, so the reward trains nothing",
+                        f"reward a team that plays on {server} (modes[{mode.name}].rewarded), or wire "
+                        f"{team_name} to {server}")
+    if spec.reward.win == spec.reward.loss:
+        doc.add("error", SPEC_FILE, 0, f"reward.win equals reward.loss ({spec.reward.win:g}): every GRPO "
+                f"advantage is zero, nothing is learned", "give the winners more than the losers, e.g. win 1, loss 0")
+    for mode in spec.modes:
+        tree = doc.trees.get(mode.run_file)
+        for node in tree.body if tree else []:
+            names = [getattr(e, "id", "") for t in getattr(node, "targets", []) for e in getattr(t, "elts", [])]
+            if names == ["WIN", "LOSS"] and isinstance(node.value, ast.Tuple):
+                values = [getattr(v, "value", None) if isinstance(v, ast.Constant) else
+                          -getattr(v.operand, "value", 0) if isinstance(v, ast.UnaryOp) else None
+                          for v in node.value.elts]
+                if values[0] is not None and values[0] == values[1]:
+                    doc.add("error", mode.run_file, node.lineno, f"WIN and LOSS are both {values[0]}: every "
+                            "advantage is zero, nothing is learned", "set WIN above LOSS, e.g. WIN, LOSS = 1.0, 0.0")
+
+
+def _job(doc: Doctor, config: str) -> TrainJob | None:
+    try:
+        return TrainJob.from_yaml(doc.root / config)
+    except (VibeRLError, OSError):
+        return None  # missing or invalid configs are reported by Doctor.check_sizes
+
+
+def check_static(doc: Doctor, spec: TaskSpec) -> None:
+    for mode in spec.modes:
+        server = spec.server(mode.servers[0])
+        job = _job(doc, server.config)
+        if job is None:
+            continue
+        configured = {m.name: m for m in job.static_models}
+        for role in spec.roles:
+            route = spec.model_for_role(role, mode.name)
+            if route.kind != "static":
+                continue
+            model = configured.get(route.name)
+            if model is None:
+                doc.add("error", server.config, 0,
+                        f"mode {mode.name}: {role} players call static model {route.name!r}, which {server.config} "
+                        f"does not configure: the server cannot answer them",
+                        f"add it under static_models in {server.config} (name: {route.name}, with base_url or "
+                        f"base_url_env and api_key_env, or only the name for a frozen local copy)")
+            elif model.api_key_env and not (model.base_url or model.base_url_env):
+                doc.add("error", server.config, 0,
+                        f"static model {route.name!r} names api_key_env {model.api_key_env} but neither base_url "
+                        f"nor base_url_env: the key is never used and the calls go to a frozen local copy",
+                        "set base_url (or base_url_env) to its OpenAI-compatible URL, or drop api_key_env "
+                        "to serve it locally on purpose")
+
+
+def check_gpus(doc: Doctor, spec: TaskSpec) -> None:
+    for server in spec.servers:
+        modes = [m for m in spec.modes if server.name in m.servers]
+        counts = {m.gpus.get(server.name, server.gpus) for m in modes}
+        if modes and server.gpus not in counts:
+            doc.add("error", SPEC_FILE, 0,
+                    f"{server.name}: servers[].gpus is {server.gpus} but the run plan gives it "
+                    f"{sorted(counts)} GPU(s) ({', '.join(f'{m.name}: {m.gpus.get(server.name)}' for m in modes)})",
+                    f"make servers[{server.name}].gpus equal to modes[].gpus[{server.name}]")
+        path = doc.root / server.config
+        first = path.read_text(encoding="utf-8").splitlines()[:1] if path.is_file() else []
+        header = _HEADER.match(first[0]) if first else None
+        if header and int(header.group(3)) != server.gpus:
+            doc.add("error", server.config, 1, f"the header says {header.group(3)} GPUs but {SPEC_FILE} gives "
+                    f"{server.name} {server.gpus}", "re-render the project (vibe-rl new --plan task_spec.json "
+                    "--out . --force) so both say the same")
+    for mode in spec.modes:
+        need = sum(len(ids) for ids in spec.gpu_split(mode.name).values())
+        if spec.gpus and need > spec.gpus:
+            doc.add("error", SPEC_FILE, 0, f"mode {mode.name} needs {need} GPUs ({spec.gpu_split(mode.name)}) but "
+                    f"gpus (the node) is {spec.gpus}", f"lower modes[{mode.name}].gpus or raise gpus")
+
+
+def check_mode_files(doc: Doctor, spec: TaskSpec) -> None:
+    for mode in spec.modes:
+        for kind, file in (("script", mode.script), ("run file", mode.run_file)):
+            if not (doc.root / file).is_file():
+                doc.add("error", file, 0, f"mode {mode.name} lists {kind} {file}, which does not exist",
+                        f"re-render the project, write {file}, or drop mode {mode.name} from {SPEC_FILE}")
