@@ -98,7 +98,7 @@ class SpecText:
             if m.lastgroup != "num" and (token in values or any(token in v for v in values)):
                 continue
             start, end = self.clause_of(m.start())
-            clause = self.text[start:end].strip(" \t-*:：")
+            clause = self.text[start:end].strip(" \t-*:：").rstrip(".。 ")
             if len(clause) > 160:  # narrow a long clause to the comma-separated part holding the fact
                 parts = re.split(r"[,，、]", clause)
                 clause = next((p for p in parts if m.group() in p), clause[:160]).strip()
