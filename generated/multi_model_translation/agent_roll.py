@@ -1,17 +1,16 @@
 """Training loop (agent_roll): the mock paragraphs, grpo_n episodes each, on 2 swarm servers.
 
-Every task opens one episode on each server (begin/end pairs), runs the three agents once, and reports to
+Every task opens one episode on each server (open_episodes), runs the three agents once, and reports to
 each server the reward of its own grader. task_id is the task's seed: unique, never empty, the GRPO group
 key on every server. Batch sizes and the group size come from each server's config (or the server's overrides).
 """
 
-import contextlib
 import itertools
 import json
 import os
 from pathlib import Path
 
-from vibe_rl.swarm import SwarmClient, SwarmHTTPError, Task, TrainJob, run_in_flight
+from vibe_rl.swarm import SwarmClient, Task, TrainJob, open_episodes, run_in_flight
 
 from agent_run import run_episode
 
@@ -41,17 +40,9 @@ def main() -> None:
     tasks = load_tasks()
 
     def rollout(task: Task) -> None:
-        opened = {name: swarm.begin_episode(discard_episode_timeout=DISCARD_EPISODE_TIMEOUT)
-                  for name, swarm in swarms.items()}
-        try:
-            outputs = run_episode(task, {name: creds for name, (_, creds) in opened.items()})
-        except Exception:
-            for name, (episode_uuid, _) in opened.items():
-                with contextlib.suppress(SwarmHTTPError):  # already gone, e.g. discarded while idle
-                    swarms[name].abort_episode(episode_uuid)
-            raise
-        for name, (episode_uuid, _) in opened.items():
-            swarms[name].end_episode(task, episode_uuid, outputs[name])
+        with open_episodes(swarms, task, timeout=DISCARD_EPISODE_TIMEOUT) as eps:  # aborted if the agents raise
+            outputs = run_episode(task, {name: ep.credentials for name, ep in eps.items()})
+            eps.end(outputs)
         rewards = ", ".join(f"{name} {out.reward:.2f}" for name, out in outputs.items())
         print(f"task {task.task_id}: rewards {rewards}", flush=True)
 

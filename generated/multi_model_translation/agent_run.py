@@ -11,8 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from openai import OpenAI
-from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
+from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
 
 from workflow import (
     LLMJudge,
@@ -40,22 +39,20 @@ MAX_TOKENS = int(os.getenv("VIBE_RL_MAX_TOKENS", "512"))
 RULES = json.loads((HERE / "mock_paragraphs.json").read_text(encoding="utf-8"))["rules"]
 
 
-def call(endpoints: dict[str, OpenaiBaseUrlAndApiKey], role: str, messages: list[dict]) -> str:
+def call(router: LLMRouter, role: str, messages: list[dict]) -> str:
     """One agent turn on its role's model; a static model is reached by name through an episode URL."""
-    target = TEAM_MODELS[role]
-    creds = endpoints.get(target, next(iter(endpoints.values())))
-    client = OpenAI(base_url=creds.base_url, api_key=creds.api_key, max_retries=3)
-    reply = client.chat.completions.create(model=creds.model if target in endpoints else target, messages=messages,
-                                           max_tokens=MAX_TOKENS, user=f"{role}:{AGENT_IDS[role]}")
+    llm = router.llm_for(role)
+    reply = llm.client.chat.completions.create(model=llm.model, messages=messages, max_tokens=MAX_TOKENS,
+                                               user=f"{role}:{AGENT_IDS[role]}")
     return reply.choices[0].message.content or ""
 
 
 def run_episode(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey]) -> dict[str, WorkflowOutput]:
     """endpoints: server -> its episode credentials. Returns server -> its episode's output."""
-    info = task.metadata
-    draft = call(endpoints, "rough_translator", rough_messages(info["source"]))
-    review = call(endpoints, "detector", detector_messages(info["source"], draft))
-    final = call(endpoints, "final_translator", final_messages(info["source"], draft, review))
+    info, router = task.metadata, LLMRouter(TEAM_MODELS, endpoints)
+    draft = call(router, "rough_translator", rough_messages(info["source"]))
+    review = call(router, "detector", detector_messages(info["source"], draft))
+    final = call(router, "final_translator", final_messages(info["source"], draft, review))
     judge = LLMJudge.from_env("JUDGE")
     grades = {"translation": TranslationQualityGrader(RULES, judge).grade(final, info),
               "detection": ProperNounDetectionGrader(RULES, judge).grade(review, draft, info)}

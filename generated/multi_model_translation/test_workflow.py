@@ -149,11 +149,14 @@ def test_clean_draft_rewards_an_empty_list_and_penalises_inventions():
 
 # ---- prompts ----
 
-def test_prompts_carry_the_inputs():
-    assert wf.rough_messages(GW["source"])[-1]["content"] == GW["source"]
-    assert "DRAFT" in wf.detector_messages(GW["source"], "DRAFT")[-1]["content"]
-    final = wf.final_messages(GW["source"], "DRAFT", '{"errors": []}')[-1]["content"]
-    assert "DRAFT" in final and '{"errors": []}' in final
+def test_prompts_carry_the_inputs_and_grow_as_one_conversation():
+    rough = wf.rough_messages(GW["source"])
+    detector = wf.detector_messages(GW["source"], "DRAFT")
+    final = wf.final_messages(GW["source"], "DRAFT", '{"errors": []}')
+    assert GW["source"] in rough[-1]["content"]
+    assert detector[:len(rough)] == rough and detector[len(rough)] == {"role": "assistant", "content": "DRAFT"}
+    assert final[:len(detector)] == detector
+    assert final[len(detector)] == {"role": "assistant", "content": '{"errors": []}'}
 
 
 # ---- LLM judge ----

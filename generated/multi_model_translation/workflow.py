@@ -1,7 +1,9 @@
 """Academic translation workflow: the three agents' prompts and the two graders (pure; no server needed).
 
 Agent 1 (server 1) writes a rough translation, agent 2 (server 2) lists its proper-noun errors as JSON,
-agent 3 (server 1) writes the final translation. Each server gets its own reward:
+agent 3 (server 1) writes the final translation. The three share one growing conversation (one system
+prompt, the paragraph, then each agent's answer and the next agent's job), so every later prompt starts
+with the earlier one and the server reuses its tokens. Each server gets its own reward:
 - TranslationQualityGrader (server 1) scores the final translation 0-2.
 - ProperNounDetectionGrader (server 2) scores agent 2's JSON against the errors the rough translation
   really has, 0-2.
@@ -30,33 +32,39 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-TRANSLATOR_SYSTEM = (
-    "You translate English academic paragraphs into Simplified Chinese. Write in an impersonal academic "
-    "register: render 'we' and 'our' as 'this study' or 'this paper', never as a first-person pronoun. Keep "
-    "established abbreviations (for example GWs, CNN) in Latin letters. Output only the translation."
+SYSTEM = (
+    "Three agents translate an English academic paragraph into Simplified Chinese: a translator writes a "
+    "draft, a reviewer lists the draft's errors, and a final translator applies the corrections. A "
+    "translation uses an impersonal academic register: it renders 'we' and 'our' as 'this study' or 'this "
+    "paper', never as a first-person pronoun, and keeps established abbreviations (for example GWs, CNN) in "
+    "Latin letters. Each message below says which agent you are now."
 )
-DETECTOR_SYSTEM = (
-    "You review a Chinese translation of an English academic paragraph. Find proper-noun and terminology "
-    "errors: first-person pronouns that should be impersonal subjects, abbreviations that were dropped or "
-    "expanded, and domain terms translated wrongly. Answer with JSON only, in the form "
+ROUGH_TASK = "You are the translator. Translate the paragraph above. Output only the translation."
+DETECTOR_TASK = (
+    "You are the reviewer. Find proper-noun and terminology errors in the translation above: first-person "
+    "pronouns that should be impersonal subjects, abbreviations that were dropped or expanded, and domain "
+    "terms translated wrongly. Answer with JSON only, in the form "
     '{"errors": [{"term": "<English term or wrong text>", "wrong": "<text in the translation>", '
     '"suggestion": "<corrected Chinese>"}]}. Use {"errors": []} when there is nothing to fix.'
 )
-FINAL_SYSTEM = TRANSLATOR_SYSTEM + " Apply the reviewer's corrections to the draft."
+FINAL_TASK = ("You are the final translator. Apply the reviewer's corrections to the draft and output only "
+              "the final translation.")
 
 
 def rough_messages(source: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": TRANSLATOR_SYSTEM}, {"role": "user", "content": source}]
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"English:\n{source}\n\n{ROUGH_TASK}"}]
 
 
 def detector_messages(source: str, draft: str) -> list[dict[str, str]]:
-    user = f"English:\n{source}\n\nTranslation:\n{draft}"
-    return [{"role": "system", "content": DETECTOR_SYSTEM}, {"role": "user", "content": user}]
+    """The translator's conversation, its draft, then the reviewer's job."""
+    return [*rough_messages(source), {"role": "assistant", "content": draft},
+            {"role": "user", "content": DETECTOR_TASK}]
 
 
 def final_messages(source: str, draft: str, review: str) -> list[dict[str, str]]:
-    user = f"English:\n{source}\n\nDraft:\n{draft}\n\nReviewer's errors (JSON):\n{review}"
-    return [{"role": "system", "content": FINAL_SYSTEM}, {"role": "user", "content": user}]
+    """The reviewer's conversation, its JSON, then the final translator's job."""
+    return [*detector_messages(source, draft), {"role": "assistant", "content": review},
+            {"role": "user", "content": FINAL_TASK}]
 
 
 @dataclass

@@ -6,13 +6,12 @@ Batch size and group size come from config.yaml (or the server's overrides); the
 the weights on its own.
 """
 
-import contextlib
 import itertools
 import json
 import os
 from pathlib import Path
 
-from vibe_rl.swarm import SwarmClient, SwarmHTTPError, Task, TrainJob, run_in_flight
+from vibe_rl.swarm import SwarmClient, Task, TrainJob, open_episodes, run_in_flight
 
 from agent_run import EPISODE_ROLES, run_episode
 
@@ -40,16 +39,11 @@ def main() -> None:
     tasks = load_tasks()
 
     def rollout(task: Task) -> None:
-        opened = {team: swarm.begin_episode(discard_episode_timeout=DISCARD_EPISODE_TIMEOUT) for team in EPISODE_ROLES}
-        try:
-            outputs = run_episode(task, {team: creds for team, (_, creds) in opened.items()})
-        except Exception:
-            for episode_uuid, _ in opened.values():
-                with contextlib.suppress(SwarmHTTPError):  # already gone, e.g. discarded while idle
-                    swarm.abort_episode(episode_uuid)
-            raise
-        for team, (episode_uuid, _) in opened.items():
-            swarm.end_episode(team_task(task, team), episode_uuid, outputs[team])
+        teams = {team: swarm for team in EPISODE_ROLES}  # one episode per team, on the same server
+        tasks = {team: team_task(task, team) for team in EPISODE_ROLES}
+        with open_episodes(teams, tasks, timeout=DISCARD_EPISODE_TIMEOUT) as eps:  # aborted if the game raises
+            outputs = run_episode(task, {team: ep.credentials for team, ep in eps.items()})
+            eps.end(outputs)
         info = next(iter(outputs.values())).metadata
         print(f"task {task.task_id}: winner {info['winner']} after {info['days']} day(s)", flush=True)
 

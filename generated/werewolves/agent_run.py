@@ -8,14 +8,18 @@ keeps the call as context only).
 The werewolves and the seer share one model but sit on opposite sides, so a game fills one episode per
 trainable team (EPISODE_ROLES): each episode holds only that team's calls and earns WIN when the team's
 side wins, else LOSS (a draw pays LOSS to both).
+
+Prompts put what every player saw first (rules, then the public events, whose window moves in blocks)
+and the player's own part (living players, private notes, the question) last, so consecutive calls share
+a long token prefix that the server's engine can reuse instead of recomputing.
 """
 
 import json
 import os
 import random
 
-from openai import BadRequestError, OpenAI
-from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
+from openai import BadRequestError
+from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, RoleLLM, Task, WorkflowOutput
 
 from game_engine import SKIP, WEREWOLF, Game, Player, reward_for
 
@@ -73,29 +77,33 @@ CHOOSE_TOOL = {
 
 
 def view(game: Game, me: Player, lines: int = LOG_LINES) -> str:
+    """At most `lines` recent public events (the window's start moves in blocks of lines/2, so the shared
+    prefix stays put between blocks), then what only `me` sees."""
+    log, block = game.public_log, max(1, lines // 2)
+    start = 0 if len(log) <= lines else -(-(len(log) - lines) // block) * block
+    events = "\n".join(log[start:] if lines else []) or "(nothing shown)"
     alive = ", ".join(f"{p.pid} ({p.name})" for p in game.living())
-    events = "\n".join(game.public_log[-lines:] if lines else []) or "(nothing shown)"
     notes = "\n".join(game.private_log.get(me.pid, []))
-    return f"Day {game.day}. Living players: {alive}\nPublic events:\n{events}\nYour private notes:\n{notes}"
+    return f"Public events:\n{events}\n\nDay {game.day}. Living players: {alive}\nYour private notes:\n{notes}"
 
 
 class LLMPlayers:
     """game_engine's Decider. An answer naming no legal option falls back to 'skip' where allowed, else to
     a random legal option, so the game always moves on (counted in `fallbacks`)."""
 
-    def __init__(self, llms: dict[str, tuple[OpenAI, str]], rng: random.Random):
+    def __init__(self, llms: dict[str, RoleLLM], rng: random.Random):
         self.llms, self.rng, self.fallbacks = llms, rng, 0
 
     def ask(self, game: Game, player: Player, task: str, **kwargs):
         """One call for `player`; a prompt over the model's context is retried with fewer public events."""
-        client, model = self.llms[player.role]
+        llm = self.llms[player.role]
         lines = LOG_LINES
         while True:
             messages = [{"role": "system", "content": SYSTEM},
                         {"role": "user", "content": f"{view(game, player, lines)}\n{task}"}]
             try:
-                reply = client.chat.completions.create(model=model, messages=messages, max_tokens=MAX_TOKENS,
-                                                       user=f"{player.role}:{player.pid}", **kwargs)
+                reply = llm.client.chat.completions.create(model=llm.model, messages=messages, max_tokens=MAX_TOKENS,
+                                                           user=f"{player.role}:{player.pid}", **kwargs)
                 return reply.choices[0].message
             except BadRequestError as exc:
                 if lines == 0 or "context" not in str(exc).lower():
@@ -138,14 +146,8 @@ def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], seed: int | N
     info = task.metadata
     game = Game.deal(ids, rng.sample(NAMES, 9), seed=int(info.get("seed", task.task_id)),
                      win_rule=info.get("win_rule", "parity"), max_days=info.get("max_days", 12))
-    clients: dict[str, OpenAI] = {}
-    llms = {}
-    for role, target in TEAM_MODELS.items():
-        creds = endpoints[episode_of(role)]
-        if creds.api_key not in clients:
-            clients[creds.api_key] = OpenAI(base_url=creds.base_url, api_key=creds.api_key, max_retries=3)
-        llms[role] = (clients[creds.api_key], creds.model if target == TRAINABLE else target)
-    players = LLMPlayers(llms, rng)
+    router = LLMRouter(TEAM_MODELS, endpoints, trainable={TRAINABLE}, episode_for=episode_of)
+    players = LLMPlayers({role: router.llm_for(role) for role in TEAM_MODELS}, rng)
     game.play(players)
     return game, players
 

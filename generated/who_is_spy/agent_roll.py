@@ -32,13 +32,9 @@ def main() -> None:
     tasks = load_tasks()
 
     def rollout(task: Task) -> None:
-        episode_uuid, creds = swarm.begin_episode(discard_episode_timeout=DISCARD_EPISODE_TIMEOUT)
-        try:
-            output = run_episode(task, creds)
-        except Exception:
-            swarm.abort_episode(episode_uuid)
-            raise
-        swarm.end_episode(task, episode_uuid, output)
+        with swarm.episode(task, timeout=DISCARD_EPISODE_TIMEOUT) as ep:  # aborted if the game raises
+            output = run_episode(task, ep.credentials)
+            ep.end(output)
         print(f"task {task.task_id}: reward {output.reward} winner {output.metadata['winner']}", flush=True)
 
     # Endless epochs over the dataset; each task is played job.grpo_n times (one GRPO group).

@@ -1,16 +1,19 @@
 """One Who-is-Spy episode (agent_roll mode).
 
-Every player is an OpenAI-SDK client of its team's model (TEAM_MODELS); each call is tagged
-`user="<role>:<player_id>"`. A role wired to a static model calls it by name through this episode's URL
-(the swarm server forwards it). Reward of the trainable side: WIN if the civilians win, else LOSS.
+Every player is an OpenAI-SDK client of its team's model (TEAM_MODELS, routed by LLMRouter); each call is
+tagged `user="<role>:<player_id>"`. A role wired to a static model calls it by name through this episode's
+URL (the swarm server forwards it). Reward of the trainable side: WIN if the civilians win, else LOSS.
+
+Prompts put what every player saw first (rules, then the public record, which only grows) and the
+player's own part (id, word, the question) last, so consecutive calls share a long token prefix that
+the server's engine can reuse instead of recomputing.
 """
 
 import os
 import random
 import re
 
-from openai import OpenAI
-from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
+from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, RoleLLM, Task, WorkflowOutput
 
 from game_engine import MAX_ROUNDS, NUM_PLAYERS, NUM_SPIES, Game, Player, new_game
 
@@ -45,31 +48,36 @@ VOTE_TOOL = {
 }
 
 
-def transcript(game: Game, me: Player) -> str:
+def public_record(game: Game) -> str:
+    """What every player has seen, oldest first. It only grows, so it is a shared prompt prefix."""
+    lines = ["Players: " + ", ".join(f"{p.pid} ({p.name})" for p in game.players)]
+    out = dict(game.eliminated)  # round -> eliminated player
+    for r in range(1, game.round + 1):
+        said = [(pid, text) for when, pid, text in game.descriptions if when == r]
+        lines += [f"round {r} {pid} ({game.player(pid).name}): {text}" for pid, text in said]
+        if r < game.round:
+            lines.append(f"round {r} vote: {out[r]} is out" if r in out else f"round {r} vote: nobody is out")
+    return "\n".join(lines)
+
+
+def ask(llm: RoleLLM, game: Game, player: Player, question: str, **kwargs):
     seats = ", ".join(f"{p.pid} ({p.name})" for p in game.alive())
-    said = "\n".join(f"round {r} {pid} ({game.player(pid).name}): {text}" for r, pid, text in game.descriptions)
-    out = ", ".join(f"{pid} in round {r}" for r, pid in game.eliminated) or "nobody"
-    return (f"You are {me.pid} ({me.name}); your word is '{me.word}'. Round {game.round}.\n"
-            f"Players alive: {seats}\nEliminated: {out}\nDescriptions so far:\n{said or '(none yet)'}")
-
-
-def ask(llm: tuple[OpenAI, str], player: Player, prompt: str, **kwargs):
-    client, model = llm
+    prompt = (f"{public_record(game)}\n\nYou are {player.pid} ({player.name}); your word is '{player.word}'. "
+              f"Round {game.round}.\nPlayers alive: {seats}\n{question}")
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-    reply = client.chat.completions.create(model=model, messages=messages, max_tokens=MAX_TOKENS,
-                                           user=f"{player.role}:{player.pid}", **kwargs)
+    reply = llm.client.chat.completions.create(model=llm.model, messages=messages, max_tokens=MAX_TOKENS,
+                                               user=f"{player.role}:{player.pid}", **kwargs)
     return reply.choices[0].message
 
 
-def describe(game: Game, player: Player, llm) -> str:
-    prompt = transcript(game, player) + "\nDescribe your word in one short sentence. Do not say the word."
-    return (ask(llm, player, prompt).content or "").strip()[:300] or "(silence)"
+def describe(game: Game, player: Player, llm: RoleLLM) -> str:
+    message = ask(llm, game, player, "Describe your word in one short sentence. Do not say the word.")
+    return (message.content or "").strip()[:300] or "(silence)"
 
 
-def vote(game: Game, player: Player, llm) -> str | None:
+def vote(game: Game, player: Player, llm: RoleLLM) -> str | None:
     """The vote is a tool call; plain text naming a player (id or name) is accepted as a fallback."""
-    prompt = transcript(game, player) + "\nVote out one other player with the `vote` tool."
-    message = ask(llm, player, prompt, tools=[VOTE_TOOL])
+    message = ask(llm, game, player, "Vote out one other player with the `vote` tool.", tools=[VOTE_TOOL])
     calls = " ".join(call.function.arguments or "" for call in message.tool_calls or [])
     text = calls + " " + (message.content or "")  # the tool call's target comes first
     mentions = []
@@ -82,21 +90,17 @@ def vote(game: Game, player: Player, llm) -> str | None:
 
 def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], team_models: dict[str, str] = TEAM_MODELS,
          seed: int | None = None) -> Game:
-    """Play one game. Ids, names and seats are shuffled per episode (pass `seed` to replay one)."""
+    """Play one game; endpoints: server -> its episode. Ids, names and seats are shuffled per episode
+    (pass `seed` to replay one)."""
     info = task.metadata
     game = new_game(info["civilian_word"], info["spy_word"], NAMES, random.Random(seed),
                     info.get("num_players", NUM_PLAYERS), info.get("num_spies", NUM_SPIES),
                     info.get("max_rounds", MAX_ROUNDS))
-    default = next(iter(endpoints.values()))  # a static model is reached through the episode URL
-    llms = {}
-    for role, target in team_models.items():
-        creds = endpoints.get(target, default)
-        client = OpenAI(base_url=creds.base_url, api_key=creds.api_key, max_retries=3)
-        llms[role] = (client, creds.model if target in endpoints else target)
+    llm_for = LLMRouter(team_models, endpoints).llm_for
     while game.winner() is None:
         for player in game.alive():
-            game.describe(player.pid, describe(game, player, llms[player.role]))
-        game.vote({p.pid: vote(game, p, llms[p.role]) for p in game.alive()})
+            game.describe(player.pid, describe(game, player, llm_for(player.role)))
+        game.vote({p.pid: vote(game, p, llm_for(p.role)) for p in game.alive()})
     return game
 
 
