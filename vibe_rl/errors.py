@@ -38,6 +38,10 @@ class EngineError(VibeRLError, RuntimeError):
     """The engine failed while generating or training."""
 
 
+class RequestRejectedError(EngineError):
+    """One generation request cannot run (e.g. it needs more KV cache than exists); the others are unaffected."""
+
+
 class SwarmError(VibeRLError, RuntimeError):
     """A swarm server call failed; the message carries the server's explanation."""
 

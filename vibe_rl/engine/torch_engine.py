@@ -18,6 +18,7 @@ the metrics as `truncated_samples` / `truncated_loss_tokens`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import queue
 import random
@@ -37,7 +38,8 @@ from vibe_rl.engine.loader import (
     resolve_dtype,
     resolve_model_path,
 )
-from vibe_rl.errors import ConfigError, EngineError, SequenceTooLongError
+from vibe_rl.engine.paged_setup import make_paged_generator
+from vibe_rl.errors import ConfigError, EngineError, RequestRejectedError, SequenceTooLongError
 from vibe_rl.extras import require
 
 if TYPE_CHECKING:
@@ -79,12 +81,15 @@ class TorchEngine:
         self.nan_skipped_total = 0
         self.optimizer = self._make_optimizer() if trainable else None
         self.ref_model = self._make_ref_model() if trainable else None
+        self.paged = make_paged_generator(self) if config.generator != "simple" else None
         self._rng = random.Random(config.seed)
         self.stats = {"batches": 0, "requests": 0, "generated_tokens": 0, "largest_batch": 0, "joined_requests": 0}
         self._lock = threading.Lock()  # held by a running batch, train, save and load
         self._count_lock = threading.Lock()
         self._exclusive_waiting = 0
         self._stopping = False
+        self._isolating = False  # retrying a failed batch's requests one by one: nobody joins
+        self._joined: list[Request] = []
         self._queue: queue.Queue[Request | None] = queue.Queue()
         self._closed = False
         self._worker = threading.Thread(target=self._serve, name="vibe-rl-engine", daemon=True)
@@ -127,14 +132,50 @@ class TorchEngine:
             batch = [r for r in batch if r.future.set_running_or_notify_cancel()]
             if not batch:
                 continue
+            self._joined: list[Request] = []
+            shadows = [_shadow(r) for r in batch]
             try:
                 with self._lock:
-                    generate_batch(
-                        self.model, self.tokenizer, batch, eos_ids=self.eos_ids, pad_id=self.pad_id,
-                        max_model_len=self.max_model_len, version=self.version,
-                        max_batch_size=self.config.max_batch_size, poll=self._poll, stats=self.stats)
-            except Exception:  # generate_batch handed the error to every waiting caller; keep serving
-                log.exception("generation batch of %d request(s) failed", len(batch))
+                    self._generate(shadows)
+            except Exception:  # one request's fault must not fail the others: retry each unfinished one alone
+                log.exception("generation batch of %d request(s) failed; retrying them one by one", len(batch))
+                self._retry_alone(shadows + self._joined)
+
+    def _retry_alone(self, shadows: list[Request]) -> None:
+        """After a failed batch: each request that did not finish runs again alone, so only the culprit
+        fails. A request that already streamed tokens is failed rather than restarted."""
+        self._isolating = True
+        try:
+            for sh in shadows:
+                caller = sh.origin  # type: ignore[attr-defined]
+                if caller.future.done():
+                    continue
+                if sh.emitted:  # type: ignore[attr-defined]
+                    caller.future.set_exception(sh.future.exception() or EngineError("generation failed"))
+                    continue
+                alone = _shadow(caller)
+                try:
+                    with self._lock:
+                        self._generate([alone])
+                except Exception as exc:
+                    if not caller.future.done():
+                        caller.future.set_exception(exc)
+        finally:
+            self._isolating = False
+
+    def _generate(self, batch: list[Request]) -> None:
+        """Decode `batch` and the requests that join it; the caller holds the weights lock."""
+        if self.paged is not None:
+            self.paged.run(batch, version=self.version, poll=self._poll, stats=self.stats)
+        else:
+            generate_batch(self.model, self.tokenizer, batch, eos_ids=self.eos_ids, pad_id=self.pad_id,
+                           max_model_len=self.max_model_len, version=self.version,
+                           max_batch_size=self.config.max_batch_size, poll=self._poll, stats=self.stats)
+
+    def _weights_changed(self) -> None:
+        """Cached KV of the old weights must not be reused."""
+        if self.paged is not None:
+            self.paged.invalidate()
 
     def _take(self, n: int, wait_s: float = 0.0) -> list[Request]:
         """Up to n queued requests, waiting at most wait_s for more to arrive; notes a close request."""
@@ -154,9 +195,11 @@ class TorchEngine:
 
     def _poll(self, free: int) -> list[Request]:
         """Requests that join the running batch; none while train/save/load waits for the weights."""
-        if self._exclusive_waiting or self._stopping or self._queue.empty():
+        if self._exclusive_waiting or self._stopping or self._isolating or self._queue.empty():
             return []
-        return [r for r in self._take(free) if r.future.set_running_or_notify_cancel()]
+        joined = [_shadow(r) for r in self._take(free) if r.future.set_running_or_notify_cancel()]
+        self._joined.extend(joined)
+        return joined
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -202,6 +245,7 @@ class TorchEngine:
             metrics, applied = grpo_step(
                 self.model, self.optimizer, samples, self.train_config, pad_id=self.pad_id, device=self.device,
                 max_len=self.max_model_len, ref_model=self.ref_model, version=self.version)
+            self._weights_changed()
             return self.finish_step(metrics, skipped=not applied)
 
     def sft(self, conversations: list[list[dict]]) -> dict[str, float]:
@@ -213,6 +257,7 @@ class TorchEngine:
             metrics, applied = sft_step(
                 self.model, self.optimizer, self.tokenizer, conversations, self.train_config, pad_id=self.pad_id,
                 device=self.device, max_len=self.max_model_len)
+            self._weights_changed()
             return self.finish_step(metrics, skipped=not applied)
 
     @contextlib.contextmanager
@@ -251,6 +296,7 @@ class TorchEngine:
 
         with self._exclusive():
             load_checkpoint(self, Path(directory))
+            self._weights_changed()
 
     def close(self) -> None:
         if not self._closed:
@@ -267,6 +313,28 @@ class TorchEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _shadow(caller: Request) -> Request:
+    """A copy of `caller` with a private future: a result is passed on to the caller's future at once, an
+    error is kept (the batch's requests are then retried alone). `emitted` says whether tokens were streamed."""
+    copy = dataclasses.replace(caller, future=Future())
+    copy.origin, copy.emitted = caller, False  # type: ignore[attr-defined]
+    if caller.on_token is not None:
+        def on_token(token: int, logprob: float) -> None:
+            copy.emitted = True  # type: ignore[attr-defined]
+            caller.on_token(token, logprob)
+        copy.on_token = on_token
+    def settle(f: Future) -> None:
+        if caller.future.done():
+            return
+        if f.exception() is None:
+            caller.future.set_result(f.result())
+        elif isinstance(f.exception(), RequestRejectedError):  # about this request alone: no retry helps
+            caller.future.set_exception(f.exception())
+
+    copy.future.add_done_callback(settle)
+    return copy
 
 
 def _cpu_threads(config: EngineConfig, device: str, model: Any) -> int:

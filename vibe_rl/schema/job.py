@@ -32,6 +32,17 @@ class EngineConfig(BaseModel):
     cpu_threads: int = Field(
         default=0, ge=0, description="torch threads per engine thread on CPU; 0: 1 for models under 50M parameters "
         "(tiny ops lose to thread sync on busy machines), else torch's default")
+    generator: Literal["auto", "paged", "simple"] = Field(
+        default="auto", description="Generation path: 'paged' (paged KV cache, prefix reuse, chunked prefill, CUDA-graph "
+        "decode), 'simple' (one dynamic KV cache per batch); 'auto' is paged on GPU, simple on CPU")
+    kv_cache_gb: float = Field(
+        default=0.0, ge=0, description="Paged KV cache size in GiB; 0 sizes it automatically (GPU: a quarter of the "
+        "memory free after loading, at most what max_batch_size full-length sequences need)")
+    block_size: int = Field(default=16, ge=1, le=1024, description="Tokens per paged KV block (the prefix-reuse unit)")
+    prefill_chunk: int = Field(
+        default=2048, ge=1, description="Most prompt tokens prefilled per engine step, so long prompts never stall "
+        "running sequences")
+    cuda_graphs: bool = Field(default=True, description="Replay paged decode steps as CUDA graphs (GPU only)")
 
 
 class RolloutConfig(BaseModel):

@@ -1,0 +1,173 @@
+"""The paged generator: same tokens and logprobs as the simple loop, prefix reuse, invalidation, limits.
+
+On CPU the paged path runs eagerly in fp32 and must agree with the simple loop to
+float precision. The `gpu` tests run the same checks in bf16 with CUDA graphs.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from vibe_rl.engine import SamplingParams, load_engine  # noqa: E402
+from vibe_rl.errors import EngineError  # noqa: E402
+from vibe_rl.schema import EngineConfig, TrainConfig  # noqa: E402
+
+FOLLOW_UP = "<|im_end|>\n<|im_start|>user\nYour turn again: vote.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def paged(tiny_model_dir, device="cpu", **kw):
+    cfg = dict(path=str(tiny_model_dir), device=device, max_model_len=512, generator="paged", block_size=4,
+               prefill_chunk=7)  # small blocks and chunks: every code path runs on short prompts
+    cfg.update(kw)
+    return load_engine(EngineConfig(**cfg), TrainConfig(lr=1e-2), trainable=True)
+
+
+@pytest.fixture(scope="module")
+def engines(tiny_model_dir):
+    simple = load_engine(EngineConfig(path=str(tiny_model_dir), device="cpu", max_model_len=512, generator="simple"),
+                         trainable=False)
+    eng = paged(tiny_model_dir)
+    yield simple, eng
+    simple.close()
+    eng.close()
+
+
+def prompts(tok, n):
+    return [tok.encode(tok.apply_chat_template([{"role": "user", "content": f"Player {i}: describe your word."}],
+                                               add_generation_prompt=True, tokenize=False)) for i in range(n)]
+
+
+@pytest.mark.parametrize("temperature,top_p", [(0.0, 1.0), (1.0, 1.0), (0.8, 0.9)])
+def test_paged_matches_the_simple_loop(engines, temperature, top_p):
+    simple, eng = engines
+    ps = prompts(eng.tokenizer, 6)
+    params = [SamplingParams(temperature=temperature, top_p=top_p, max_tokens=20, seed=i) for i in range(6)]
+    want = [f.result() for f in [simple.submit(p, s) for p, s in zip(ps, params, strict=True)]]
+    got = [f.result() for f in [eng.submit(p, s) for p, s in zip(ps, params, strict=True)]]
+    for a, b in zip(want, got, strict=True):
+        assert b.token_ids == a.token_ids
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-4
+        assert b.finish_reason == a.finish_reason
+
+
+def test_a_follow_up_call_reuses_the_cached_prompt_and_answer(engines):
+    simple, eng = engines
+    tok = eng.tokenizer
+    first = prompts(tok, 1)[0]
+    answer = eng.generate(first, SamplingParams(max_tokens=16, seed=5))
+    follow = first + answer.token_ids + tok.encode(FOLLOW_UP)
+    before = eng.stats["prefix_hit_tokens"]
+    got = eng.generate(follow, SamplingParams(max_tokens=16, seed=6))
+    reused = eng.stats["prefix_hit_tokens"] - before
+    computed = len(first) + len(answer.token_ids) - 1  # the last sampled token was never fed
+    assert reused == computed // 4 * 4  # every full block of the first call
+    assert got.token_ids == simple.generate(follow, SamplingParams(max_tokens=16, seed=6)).token_ids
+
+
+def test_requests_joining_a_running_batch_match_running_alone(engines):
+    simple, eng = engines
+    ps = prompts(eng.tokenizer, 8)
+    results: dict[int, list[int]] = {}
+
+    def call(i):
+        results[i] = eng.generate(ps[i], SamplingParams(max_tokens=12 + i, seed=i)).token_ids
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for i, th in enumerate(threads):
+        th.start()
+        if i % 3 == 0:
+            threading.Event().wait(0.01)  # stagger: some arrive mid-batch
+    for th in threads:
+        th.join()
+    for i in range(8):
+        assert results[i] == simple.generate(ps[i], SamplingParams(max_tokens=12 + i, seed=i)).token_ids
+
+
+def test_streaming_and_top_logprobs(engines):
+    _, eng = engines
+    seen: list[tuple[int, float]] = []
+    gen = eng.submit(prompts(eng.tokenizer, 1)[0], SamplingParams(max_tokens=8, seed=1, top_logprobs=3),
+                     on_token=lambda t, lp: seen.append((t, lp))).result()
+    assert [t for t, _ in seen] == gen.token_ids
+    assert len(gen.top_logprobs) == len(gen.token_ids)
+    assert all(len(top) <= 3 and top == sorted(top, key=lambda x: -x[1]) for top in gen.top_logprobs)
+
+
+def test_a_weight_update_drops_the_prefix_cache(tiny_model_dir):
+    from vibe_rl.rl.samples import Sample
+
+    eng = paged(tiny_model_dir)
+    try:
+        p = prompts(eng.tokenizer, 1)[0]
+        eng.generate(p, SamplingParams(max_tokens=8, seed=0))
+        assert eng.paged.blocks.cached_blocks > 0
+        ids = p + [5, 6, 7]
+        eng.train([Sample(input_ids=ids, loss_mask=[0] * len(p) + [1, 1, 1], old_logprobs=[0.0] * len(ids),
+                          advantage=1.0)])
+        assert eng.version == 1 and eng.paged.blocks.cached_blocks == 0
+        before = eng.stats["prefix_hit_tokens"]
+        assert eng.generate(p, SamplingParams(max_tokens=8, seed=0)).weight_version == 1
+        assert eng.stats["prefix_hit_tokens"] == before  # nothing from the old weights was reused
+    finally:
+        eng.close()
+
+
+def test_a_request_larger_than_the_cache_fails_alone(tiny_model_dir):
+    import json
+
+    c = json.loads((tiny_model_dir / "config.json").read_text())
+    per_token = 2 * c["num_hidden_layers"] * c["num_key_value_heads"] * (c["hidden_size"] // c["num_attention_heads"]) * 4
+    eng = paged(tiny_model_dir, kv_cache_gb=40 * 4 * per_token / 2**30)  # 40 blocks of 4 tokens
+    try:
+        assert eng.paged.blocks.num_blocks == 40
+        tok = eng.tokenizer
+        small = prompts(tok, 1)[0]
+        huge = eng.submit(small * 8, SamplingParams(max_tokens=400))
+        ok = eng.submit(small, SamplingParams(max_tokens=4, seed=0))
+        with pytest.raises(EngineError, match="kv_cache_gb"):
+            huge.result(timeout=60)
+        assert len(ok.result(timeout=60).token_ids) >= 1
+    finally:
+        eng.close()
+
+
+def test_auto_uses_the_simple_loop_on_cpu(tiny_model_dir):
+    eng = load_engine(EngineConfig(path=str(tiny_model_dir), device="cpu", max_model_len=128), trainable=False)
+    try:
+        assert eng.paged is None
+    finally:
+        eng.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device; the CPU tests above cover the logic")
+def test_gpu_paged_with_cuda_graphs_matches_rescoring_and_reuses_prefixes(tiny_model_dir):
+    """bf16 with CUDA graphs: each recorded logprob is within 0.05 (mean) of a full training forward's."""
+    from vibe_rl.rl.logprobs import token_logprobs
+
+    eng = paged(tiny_model_dir, device="cuda", block_size=16, prefill_chunk=2048)
+    try:
+        assert eng.paged.runner.use_graphs
+        tok = eng.tokenizer
+        ps = prompts(tok, 20)
+        gens = [f.result(timeout=120) for f in [eng.submit(p, SamplingParams(temperature=0.8, top_p=0.9,
+                                                                              max_tokens=24, seed=i))
+                                                 for i, p in enumerate(ps)]]
+        for p, g in zip(ps, gens, strict=True):
+            with torch.no_grad():
+                logits = eng.model(torch.tensor([p + g.token_ids], device="cuda")).logits[0, len(p) - 1:-1]
+            n = len(g.token_ids)
+            ref = token_logprobs(logits, torch.tensor(g.token_ids, device="cuda"), torch.full((n,), 0.8, device="cuda"),
+                                 torch.full((n,), 0.9, device="cuda"))
+            assert (ref.cpu() - torch.tensor(g.logprobs)).abs().mean() < 0.05
+        follow = ps[0] + gens[0].token_ids + tok.encode(FOLLOW_UP)
+        before = eng.stats["prefix_hit_tokens"]
+        eng.generate(follow, SamplingParams(max_tokens=8, seed=1))
+        assert eng.stats["prefix_hit_tokens"] - before >= len(ps[0]) // 16 * 16
+        assert len(eng.paged.runner._graphs) >= 1
+    finally:
+        eng.close()

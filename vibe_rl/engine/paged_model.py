@@ -1,0 +1,226 @@
+"""A transformers decoder run over a paged KV cache: chunked prefill and (CUDA-graph) decode steps.
+
+The weights are the HF model's own modules (embeddings, norms, projections, MLPs,
+LoRA wrappers included), called in the same order as the HF forward; only
+attention is ours, because it reads keys and values through block tables:
+
+    cache row of token p of a sequence = table[p // B] * B + p % B      (B = block size)
+
+Per layer the cache is `(Hkv, S, d)` (S = blocks * B), so gathering a batch's
+context `cache[:, rows]` gives `(Hkv, b, L, d)`: with the kv heads as SDPA's batch
+and the sequences as its heads, grouped-query attention needs no head copies.
+
+* `prefill(segments)`: one eager forward over the new tokens of several sequences
+  (each may start after a cached prefix); each segment attends causally to its
+  whole context; returns the logits of each segment's last token.
+* `decode(ids, pos, rows)`: one token for each of b sequences. On CUDA the step is
+  captured once per (batch bucket, context bucket) as a CUDA graph and replayed,
+  so a step costs one launch instead of hundreds; elsewhere it runs eagerly.
+
+Supported: Qwen2, Qwen3, Llama and Mistral-style decoders without sliding windows
+(`unsupported_reason` says why another model is not; it then uses the simple loop).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vibe_rl.extras import require
+
+SUPPORTED = ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM")
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def unsupported_reason(model: Any) -> str | None:
+    """None when the paged runner can drive `model`, else why not."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    name = type(base).__name__
+    if name not in SUPPORTED:
+        return f"{name} is not one of the paged engine's architectures ({', '.join(SUPPORTED)})"
+    cfg = base.config
+    if getattr(cfg, "use_sliding_window", False) and getattr(cfg, "sliding_window", None):
+        return "the model uses sliding-window attention"
+    return None
+
+
+def _rotate_half(x: Any) -> Any:
+    torch = require("torch")
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class _Graph:
+    def __init__(self, graph: Any, inp: Any, out: Any):
+        self.graph, self.inp, self.out = graph, inp, out
+
+
+class PagedModel:
+    """KV tensors plus the forward passes that read and write them."""
+
+    def __init__(self, model: Any, *, num_blocks: int, block_size: int, max_model_len: int, max_rows: int,
+                 cuda_graphs: bool = True):
+        torch = require("torch", "the paged engine")
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.inner, self.lm_head = base.model, base.lm_head
+        self.layers = list(self.inner.layers)
+        cfg, attn = base.config, self.layers[0].self_attn
+        self.n_heads, self.n_kv, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, attn.head_dim
+        self.group, self.scaling = self.n_heads // self.n_kv, float(attn.scaling)
+        self.qk_norm = hasattr(attn, "q_norm")
+        param = next(model.parameters())
+        self.device, self.dtype = param.device, param.dtype
+        self.block_size, self.num_blocks, self.max_rows = block_size, num_blocks, max_rows
+        self.max_blocks = -(-max_model_len // block_size)
+        slots = num_blocks * block_size
+        with torch.no_grad():
+            self.k = [torch.zeros(self.n_kv, slots, self.head_dim, dtype=self.dtype, device=self.device)
+                      for _ in self.layers]
+            self.v = [torch.zeros_like(t) for t in self.k]
+            # Block tables by row slot; the extra last row is all zeros: padding rows point at scratch block 0.
+            self.tables = torch.zeros(max_rows + 1, self.max_blocks, dtype=torch.long, device=self.device)
+            positions = torch.arange(max_model_len, device=self.device)[None]  # (1, L)
+            probe = torch.zeros(1, dtype=self.dtype, device=self.device)
+            cos, sin = self.inner.rotary_emb(probe, positions)  # the HF module: same values as training
+            self.cos, self.sin = cos[0], sin[0]  # (L, d)
+        self.use_graphs = cuda_graphs and self.device.type == "cuda"
+        self._graphs: dict[tuple[int, int], _Graph] = {}
+        self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
+
+    @property
+    def bytes_per_block(self) -> int:
+        return 2 * len(self.layers) * self.n_kv * self.block_size * self.head_dim * self.k[0].element_size()
+
+    def set_table(self, row: int, blocks: list[int]) -> None:
+        torch = require("torch")
+        self.tables[row, :len(blocks)] = torch.tensor(blocks, dtype=torch.long).to(self.device, non_blocking=True)
+
+    def drop_graphs(self) -> None:
+        """Forget captured graphs (after the parameters were replaced rather than updated in place)."""
+        self._graphs.clear()
+
+    # ---- the decoder ----------------------------------------------------------------------
+
+    def _layers(self, ids: Any, pos: Any, write: Any, attend: Any) -> Any:
+        """ids/pos/write (N,) -> final hidden states (N, D); `attend(layer, q (N, H, d))` -> (N, H, d)."""
+        n = ids.shape[0]
+        cos, sin = self.cos[pos][:, None, :], self.sin[pos][:, None, :]  # (N, 1, d)
+        x = self.inner.embed_tokens(ids)  # (N, D)
+        for i, layer in enumerate(self.layers):
+            a = layer.self_attn
+            h = layer.input_layernorm(x)
+            q = a.q_proj(h).view(n, self.n_heads, self.head_dim)  # (N, H, d)
+            k = a.k_proj(h).view(n, self.n_kv, self.head_dim)  # (N, Hkv, d)
+            v = a.v_proj(h).view(n, self.n_kv, self.head_dim)
+            if self.qk_norm:
+                q, k = a.q_norm(q), a.k_norm(k)
+            q = q * cos + _rotate_half(q) * sin
+            k = k * cos + _rotate_half(k) * sin
+            self.k[i].index_copy_(1, write, k.transpose(0, 1))  # (Hkv, N, d) into the cache rows
+            self.v[i].index_copy_(1, write, v.transpose(0, 1))
+            o = attend(i, q)  # (N, H, d)
+            x = x + a.o_proj(o.reshape(n, self.n_heads * self.head_dim))
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return self.inner.norm(x)
+
+    def _context_rows(self, table: Any, length: int) -> Any:
+        """table (b, nblk) -> cache rows (b, nblk * B) of every context position."""
+        torch = require("torch")
+        offsets = torch.arange(self.block_size, device=self.device)
+        return (table[:, :, None] * self.block_size + offsets).reshape(table.shape[0], -1)[:, :length]
+
+    # ---- prefill --------------------------------------------------------------------------
+
+    def prefill(self, segments: list[tuple[int, int, list[int]]]) -> Any:
+        """Segments (row slot, first position, new token ids) -> logits of each segment's last token (s, V)."""
+        torch = require("torch")
+        F = torch.nn.functional
+        ids, pos, rows, bounds = [], [], [], []
+        for row, start, tokens in segments:
+            bounds.append((len(ids), len(ids) + len(tokens), row, start))
+            ids += tokens
+            pos += range(start, start + len(tokens))
+            rows += [row] * len(tokens)
+        dev = self.device
+        ids_t = torch.tensor(ids, dtype=torch.long).to(dev, non_blocking=True)
+        pos_t = torch.tensor(pos, dtype=torch.long).to(dev, non_blocking=True)
+        rows_t = torch.tensor(rows, dtype=torch.long).to(dev, non_blocking=True)
+        bs = self.block_size
+        write = self.tables[rows_t, pos_t // bs] * bs + pos_t % bs  # (N,)
+        contexts = []
+        for a, b, row, start in bounds:
+            length = start + (b - a)
+            ctx = self._context_rows(self.tables[row:row + 1, :-(-length // bs)], length)[0]  # (L,)
+            t = b - a
+            causal = torch.arange(length, device=dev)[None, :] <= (start + torch.arange(t, device=dev))[:, None]
+            contexts.append((a, b, ctx, causal.repeat(self.group, 1)))  # (G*T, L): rows ordered (g, t)
+
+        def attend(i: int, q: Any) -> Any:
+            out = torch.empty_like(q)
+            for a, b, ctx, mask in contexts:
+                t = b - a
+                qs = q[a:b].view(t, self.n_kv, self.group, self.head_dim).permute(1, 2, 0, 3)  # (Hkv, G, T, d)
+                qs = qs.reshape(1, self.n_kv, self.group * t, self.head_dim)
+                keys, values = self.k[i][:, ctx][None], self.v[i][:, ctx][None]  # (1, Hkv, L, d)
+                o = F.scaled_dot_product_attention(qs, keys, values, attn_mask=mask, scale=self.scaling)
+                o = o.view(self.n_kv, self.group, t, self.head_dim).permute(2, 0, 1, 3)  # (T, Hkv, G, d)
+                out[a:b] = o.reshape(t, self.n_heads, self.head_dim)
+            return out
+
+        hidden = self._layers(ids_t, pos_t, write, attend)  # (N, D)
+        last = torch.tensor([b - 1 for _, b, _, _ in bounds], dtype=torch.long).to(dev, non_blocking=True)
+        return self.lm_head(hidden[last])  # (s, V)
+
+    # ---- decode ---------------------------------------------------------------------------
+
+    def _decode(self, inp: Any, nblk: int) -> Any:
+        """inp (3, b): token ids, positions, row slots -> next-token logits (b, V). Graph-safe."""
+        torch = require("torch")
+        F = torch.nn.functional
+        ids, pos, rows = inp[0], inp[1], inp[2]
+        bs, length = self.block_size, nblk * self.block_size
+        table = self.tables[rows, :nblk]  # (b, nblk)
+        write = table.gather(1, (pos // bs)[:, None])[:, 0] * bs + pos % bs  # (b,)
+        ctx = self._context_rows(table, length)  # (b, L)
+        valid = (torch.arange(length, device=self.device)[None, :] <= pos[:, None])[None, :, None, :]  # (1, b, 1, L)
+        b = ids.shape[0]
+
+        def attend(i: int, q: Any) -> Any:
+            qs = q.view(b, self.n_kv, self.group, self.head_dim).transpose(0, 1)  # (Hkv, b, G, d)
+            keys, values = self.k[i][:, ctx], self.v[i][:, ctx]  # (Hkv, b, L, d)
+            o = F.scaled_dot_product_attention(qs, keys, values, attn_mask=valid, scale=self.scaling)
+            return o.transpose(0, 1).reshape(b, self.n_heads, self.head_dim)
+
+        return self.lm_head(self._layers(ids, pos, write, attend))  # (b, V)
+
+    def decode(self, ids: list[int], pos: list[int], rows: list[int]) -> Any:
+        """One decode step for b sequences -> logits (b, V)."""
+        torch = require("torch")
+        b = len(ids)
+        need = -(-(max(pos) + 1) // self.block_size)
+        if not self.use_graphs:
+            inp = torch.tensor([ids, pos, rows], dtype=torch.long).to(self.device)
+            return self._decode(inp, need)
+        bucket = next((x for x in BATCH_BUCKETS if x >= b), b)
+        nblk = min(self.max_blocks, 1 << max(4, (need - 1).bit_length()))  # contexts of 256, 512, ... tokens
+        graph = self._graphs.get((bucket, nblk)) or self._capture(bucket, nblk)
+        pad = bucket - b
+        host = torch.tensor([ids + [0] * pad, pos + [0] * pad, rows + [self.max_rows] * pad], dtype=torch.long)
+        graph.inp.copy_(host, non_blocking=True)
+        graph.graph.replay()
+        return graph.out[:b]
+
+    def _capture(self, bucket: int, nblk: int) -> _Graph:
+        torch = require("torch")
+        inp = torch.zeros(3, bucket, dtype=torch.long, device=self.device)
+        inp[2] = self.max_rows  # every row pads: writes go to scratch while warming up and capturing
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):  # warm up kernels and allocator outside the capture
+                self._decode(inp, nblk)
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            out = self._decode(inp, nblk)
+        self._graphs[(bucket, nblk)] = captured = _Graph(graph, inp, out)
+        return captured
