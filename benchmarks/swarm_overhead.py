@@ -72,17 +72,20 @@ class Conn:
 
 
 async def worker(host: str, port: int, stop_at: float, warm_until: float, out: dict, wid: int) -> None:
+    from vibe_rl.swarm.auth import client_token
+
     conn = Conn(host, port)
+    admin = {"authorization": f"Bearer {client_token(f'http://{host}:{port}')}"}
     i = 0
     while time.perf_counter() < stop_at:
         i += 1
-        _, _, ep = await conn.post("/episode/begin", {})
+        _, _, ep = await conn.post("/episode/begin", {}, admin)
         _, hdrs, _ = await conn.post("/v1/chat/completions",
                                      {"model": ep["model"], "max_tokens": 1,
                                       "messages": [{"role": "user", "content": "Say one word."}]},
                                      {"authorization": f"Bearer {ep['api_key']}"})
         await conn.post("/episode/end", {"episode_uuid": ep["episode_uuid"], "task": {"task_id": f"bench-{wid}-{i}"},
-                                         "output": {"reward": 0.0}})
+                                         "output": {"reward": 0.0}}, {"authorization": f"Bearer {ep['api_key']}"})
         if time.perf_counter() >= warm_until:
             out["cycles"] += 1
             server, engine = float(hdrs["x-vibe-server-ms"]), float(hdrs["x-vibe-engine-ms"])

@@ -20,6 +20,13 @@ FAST = ["train.batch_size=2", "train.grpo_n=4", "train.lr=0.03", "train.micro_ba
         "rollout.max_tokens=12", "model.max_model_len=512", "model.device=cpu"]
 
 
+def admin(url: str) -> dict[str, str]:
+    """Headers with the admin token of the server at `url` (found the way SwarmClient finds it)."""
+    from vibe_rl.swarm.auth import client_token
+
+    return {"authorization": f"Bearer {client_token(url)}"}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

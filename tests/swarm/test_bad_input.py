@@ -12,6 +12,8 @@ import pytest
 
 from vibe_rl.swarm import SwarmClient, SwarmHTTPError, Task, WorkflowOutput
 
+from .conftest import admin
+
 
 @pytest.fixture(scope="module")
 def client(shared_server):
@@ -33,9 +35,9 @@ def begin(client):
 
 def end_raw(url, episode_uuid, task_id="t", reward=1.0, raw: str | None = None):
     if raw is not None:
-        return httpx.post(url + "/episode/end", content=raw, headers={"content-type": "application/json"})
+        return httpx.post(url + "/episode/end", content=raw, headers={"content-type": "application/json", **admin(url)})
     return httpx.post(url + "/episode/end", json={"episode_uuid": episode_uuid, "task": {"task_id": task_id},
-                                                  "output": {"reward": reward}})
+                                                  "output": {"reward": reward}}, headers=admin(url))
 
 
 def test_empty_task_id_is_refused_with_the_grpo_explanation(shared_server, client):
@@ -84,12 +86,13 @@ def test_malformed_json_and_unknown_routes(shared_server, client):
     assert "Malformed JSON" in err["message"]
     err = envelope(end_raw(url, None, raw='{"episode_uuid": '), 400)
     assert "Malformed JSON" in err["message"]
-    err = envelope(httpx.post(url + "/episode/begin", content=b"[1,", headers={"content-type": "application/json"}), 400)
+    err = envelope(httpx.post(url + "/episode/begin", content=b"[1,",
+                              headers={"content-type": "application/json", **admin(url)}), 400)
     assert "Malformed JSON" in err["message"]
-    err = envelope(httpx.post(url + "/episode/begin", json={"discard_timeout": 5}), 400)
+    err = envelope(httpx.post(url + "/episode/begin", json={"discard_timeout": 5}, headers=admin(url)), 400)
     assert "discard_timeout" in err["message"]
-    envelope(httpx.get(url + "/v1/nothing"), 404)
-    envelope(httpx.get(url + "/episode/begin"), 405)
+    envelope(httpx.get(url + "/v1/nothing", headers=admin(url)), 404)
+    envelope(httpx.get(url + "/episode/begin", headers=admin(url)), 405)
     _, api, llm = begin(client)
     with pytest.raises(openai.BadRequestError, match="messages"):
         llm.chat.completions.create(model=api.model, messages=[])

@@ -9,7 +9,7 @@ import time
 
 import httpx
 
-from .conftest import Server
+from .conftest import Server, admin
 
 CLI = [sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm"]
 
@@ -21,19 +21,19 @@ def test_start_with_config_and_boot_then_status_and_stop(tmp_path, tiny_model_di
     server = Server(tmp_path / "exp", extra=["--config", str(job), "--boot"]).start()
     try:
         deadline = time.monotonic() + 120
-        while httpx.get(server.url + "/control/status").json()["state"] != "ROLLING":
+        while httpx.get(server.url + "/control/status", headers=admin(server.url)).json()["state"] != "ROLLING":
             assert time.monotonic() < deadline, server.output()
             time.sleep(0.2)
         out = subprocess.run([*CLI, "status", "--url", server.url], capture_output=True, text=True, timeout=60)
         status = json.loads(out.stdout)
         assert status["pool"]["target_tasks"] == 3 and status["pool"]["grpo_n"] == 2
         # An empty start with the same job is idempotent; a different job is refused while it runs.
-        assert httpx.post(server.url + "/control/start").json()["state"] == "ROLLING"
-        other = httpx.post(server.url + "/control/start", json={"train": {"batch_size": 9}})
+        assert httpx.post(server.url + "/control/start", headers=admin(server.url)).json()["state"] == "ROLLING"
+        other = httpx.post(server.url + "/control/start", json={"train": {"batch_size": 9}}, headers=admin(server.url))
         assert other.status_code == 409 and other.json()["error"]["code"] == "engine_running"
         out = subprocess.run([*CLI, "stop", "--url", server.url], capture_output=True, text=True, timeout=60)
         assert json.loads(out.stdout)["state"] == "OFFLINE"
-        begin = httpx.post(server.url + "/episode/begin", json={})
+        begin = httpx.post(server.url + "/episode/begin", json={}, headers=admin(server.url))
         assert begin.status_code == 503 and "auto_sync_train_config_and_start_engine" in begin.json()["error"]["message"]
     finally:
         server.stop()

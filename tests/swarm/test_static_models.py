@@ -8,6 +8,7 @@ import sqlite3
 import time
 
 import openai
+import yaml
 from helpers.scripted_api import ScriptedAPI
 
 from vibe_rl.schema import StaticModel
@@ -16,15 +17,17 @@ from vibe_rl.swarm import SwarmClient, Task, TrainJob, WorkflowOutput
 SECRET = "sk-static-secret-never-print-me"
 
 
-def test_static_models_are_forwarded_recorded_and_not_trained(make_server):
+def test_static_models_are_forwarded_recorded_and_not_trained(make_server, tmp_path):
     with ScriptedAPI(["I am the big opponent"]) as upstream:
-        server = make_server("static", sets=["train.batch_size=1", "train.grpo_n=2"],
-                             env={"OPPONENT_KEY": SECRET, "OPPONENT_URL": upstream.url})
-        client = SwarmClient(server.url)
         job = TrainJob(static_models=[
             StaticModel(name="qwen-max", base_url_env="OPPONENT_URL", api_key_env="OPPONENT_KEY",
                         upstream_model="qwen-max-2025"),
             StaticModel(name="frozen-opponent")])  # no URL: a frozen local copy of the trainable model
+        config = tmp_path / "job.yaml"  # static models come only from the server's own --config
+        config.write_text(yaml.safe_dump(job.model_dump(mode="json")))
+        server = make_server("static", sets=["train.batch_size=1", "train.grpo_n=2"], extra=["--config", str(config)],
+                             env={"OPPONENT_KEY": SECRET, "OPPONENT_URL": upstream.url})
+        client = SwarmClient(server.url)
         client.auto_sync_train_config_and_start_engine(job, verbose=False)
 
         for reward in (0.0, 1.0):

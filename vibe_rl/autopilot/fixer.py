@@ -11,13 +11,19 @@ Answer format the LLM is asked for (one or more blocks):
     >>>>>>> REPLACE
 
 Edits may only touch files inside the project folder (not .git/, venvs or logs/); an answer
-with any other path is refused as a whole, so a fix is never half applied.
+with any other path is refused as a whole, so a fix is never half applied. A path with a NUL
+or control character, a directory, a file with more than one hard link (an edit would write
+through to the other name, maybe outside the project) and a file that is not UTF-8 text are
+refused too, each as a FixRefusedError/EditError the runner reports as a failed attempt.
+Files are replaced atomically (a new inode), never written through in place.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,13 +84,54 @@ def resolve_inside(project_dir: Path, path: str) -> Path:
     root = Path(project_dir).resolve()
     if not path:
         raise FixRefusedError("an edit names no file; refused")
-    target = (Path(path) if Path(path).is_absolute() else root / path).resolve()
+    if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        raise FixRefusedError(f"edit of {path!r} refused: the path holds a NUL or control character")
+    try:
+        target = (Path(path) if Path(path).is_absolute() else root / path).resolve()
+    except (OSError, ValueError, RuntimeError) as exc:  # loops of links, names the OS refuses
+        raise FixRefusedError(f"edit of {path!r} refused: {type(exc).__name__}: {exc}") from None
     if target == root or root not in target.parents:
         raise FixRefusedError(f"edit of {path!r} refused: it is outside the project folder {root}")
     first = target.relative_to(root).parts[0]
     if first in _PROTECTED or first.startswith(".venv"):
         raise FixRefusedError(f"edit of {path!r} refused: {first}/ is managed by vibe-rl, not by fixes")
+    try:
+        info = target.stat() if target.exists() else None
+    except OSError as exc:
+        raise FixRefusedError(f"edit of {path!r} refused: {exc}") from None
+    if info is not None and target.is_dir():
+        raise EditError(f"{path}: is a directory, not a file; name the file to edit")
+    if info is not None and info.st_nlink > 1:
+        raise FixRefusedError(f"edit of {path!r} refused: the file has {info.st_nlink} hard links, so an edit "
+                              "could change a file outside the project; copy it to a plain file first")
     return target
+
+
+def read_project_file(target: Path, name: str) -> str:
+    """A project file's text ('' when it does not exist); EditError when it is not readable UTF-8 text."""
+    if not target.exists():
+        return ""
+    try:
+        return target.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise EditError(f"{name}: is not UTF-8 text; fixes only edit text files") from None
+    except OSError as exc:
+        raise EditError(f"{name}: cannot be read: {exc}") from None
+
+
+def _replace_file(target: Path, text: str) -> None:
+    """Write `text` to a new file and rename it over `target` (mode kept): never writes through a link."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".fix")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def apply_fix(project_dir: Path, fix: Fix) -> list[Path]:
@@ -94,7 +141,7 @@ def apply_fix(project_dir: Path, fix: Fix) -> list[Path]:
         target = resolve_inside(project_dir, edit.path)  # raises before anything is written
         text = new_text.get(target)
         if text is None:
-            text = target.read_text(encoding="utf-8") if target.exists() else ""
+            text = read_project_file(target, edit.path)
         if not edit.search.strip():
             if target.exists() and text.strip():
                 raise EditError(f"{edit.path}: an empty SEARCH only creates new files, and this one exists")
@@ -106,8 +153,10 @@ def apply_fix(project_dir: Path, fix: Fix) -> list[Path]:
                             f"{edit.search[:400]}")
         new_text[target] = text.replace(edit.search, edit.replace, 1)
     for target, text in new_text.items():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        try:
+            _replace_file(target, text)
+        except OSError as exc:
+            raise EditError(f"{target.relative_to(Path(project_dir).resolve())}: cannot be written: {exc}") from None
     return list(new_text)
 
 
@@ -161,7 +210,7 @@ def snapshot(project_dir: Path, fix: Fix) -> dict[Path, str]:
     out = {}
     for edit in fix.edits:
         target = resolve_inside(project_dir, edit.path)
-        out[target] = target.read_text(encoding="utf-8") if target.exists() else ""
+        out[target] = read_project_file(target, edit.path)
     return out
 
 

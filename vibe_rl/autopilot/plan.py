@@ -16,6 +16,7 @@ from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 from vibe_rl.autopilot.watcher import ServerView
 from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
+from vibe_rl.swarm.auth import ENV_TOKEN_FILE, TOKEN_FILE_NAME, ensure_token_file
 
 # On a CPU machine a server's job is capped at these values: a config value that is already smaller is
 # kept, and a key the user sets with --set is left to the user.
@@ -121,12 +122,15 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
         each = max(have // len(servers), 1)
         split = {s.name: list(range(i * each, (i + 1) * each)) for i, s in enumerate(servers)}
         notes.append(f"the spec asks for {need} GPUs but {have} are visible: {each} per server")
-    views, client_env = [], {"PYTHONUNBUFFERED": "1"}
+    # One admin token for the run's servers, in a 0600 file: the client and the watcher read the file (no secret
+    # in a launcher script or on a command line).
+    token_file = ensure_token_file(root / "experiments" / TOKEN_FILE_NAME)
+    views, client_env = [], {"PYTHONUNBUFFERED": "1", ENV_TOKEN_FILE: str(token_file)}
     max_tokens = None
     for s in servers:
         url = f"http://127.0.0.1:{ports[s.name]}"
         cmd = (f"vibe-rl swarm start --port {ports[s.name]} --config {s.config} "
-               f"--experiment-dir experiments/{s.name}")
+               f"--experiment-dir experiments/{s.name} --token-file {shlex.quote(str(token_file))}")
         static_notes(spec, s, notes)
         sets = list(opts.overrides)
         if cpu:
@@ -142,7 +146,7 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
         env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(gpus), "PYTHONUNBUFFERED": "1"}
         sess = SessionSpec(identity.server_session(spec, root, s.name), cmd, root, root / "logs", env,
                            str(server_venv / "bin"))
-        views.append(ServerView(s.name, url, sess))
+        views.append(ServerView(s.name, url, sess, token_file))
         client_env[s.url_env] = url
     if max_tokens:
         client_env["VIBE_RL_MAX_TOKENS"] = max_tokens

@@ -330,8 +330,9 @@ class Runner:
             files = apply_fix(self.dir, fix)
             commit = record_fix(self.dir, before, fix, diag)
             self.fingerprint = resume.project_fingerprint(self.dir)  # older episodes are now stale
-        except (FixRefusedError, EditError) as exc:
-            attempt.action = f"fix not applied: {exc}"
+        except Exception as exc:  # any failure to propose or apply an edit is a failed attempt, never the run's end
+            why = str(exc) if isinstance(exc, (FixRefusedError, EditError)) else f"{type(exc).__name__}: {exc}"
+            attempt.action = f"fix not applied: {why}"
             self.history.append(f"attempt {self.llm_calls}: {attempt.action}")
             self.out(f"[vibe-rl] {attempt.action}")
             return self.llm_calls < self.opts.max_fixes and self._retry_same(diag)

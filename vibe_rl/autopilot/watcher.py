@@ -16,6 +16,7 @@ import httpx
 from vibe_rl.autopilot.audit import AuditResult, Expected, audit_traces
 from vibe_rl.autopilot.diagnose import Diagnosis, diagnose_status, diagnose_text, exit_code, nan_update
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
+from vibe_rl.swarm.auth import client_token
 
 
 @dataclass
@@ -25,6 +26,7 @@ class ServerView:
     name: str
     url: str
     session: SessionSpec
+    token_file: Path | None = None  # the server's admin token (read on every call: a restart may change it)
 
 
 @dataclass
@@ -38,6 +40,11 @@ class Snapshot:
 
     def episodes(self) -> int:
         return sum(int((s.get("pool") or {}).get("completed_episodes") or 0) for s in self.statuses.values())
+
+
+def _admin(server: ServerView) -> dict[str, str]:
+    token = client_token(server.url, token_file=server.token_file)
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 class Watcher:
@@ -59,14 +66,14 @@ class Watcher:
 
     def status(self, server: ServerView) -> dict[str, Any] | None:
         try:
-            r = self._http.get(f"{server.url}/control/status")
+            r = self._http.get(f"{server.url}/control/status", headers=_admin(server))
             return r.json() if r.status_code == 200 else None
         except (httpx.HTTPError, ValueError):
             return None
 
     def traces(self, server: ServerView, since: float = 0.0, limit: int = 5000) -> list[dict[str, Any]]:
         try:
-            r = self._http.get(f"{server.url}/control/traces", params={"limit": limit})
+            r = self._http.get(f"{server.url}/control/traces", params={"limit": limit}, headers=_admin(server))
             calls = r.json().get("calls", []) if r.status_code == 200 else []
         except (httpx.HTTPError, ValueError):
             return []

@@ -20,17 +20,33 @@ def register(app: typer.Typer) -> None:
         experiment_dir: str | None = typer.Option(None, "--experiment-dir", help="Overrides experiment.dir."),
         set_: list[str] = typer.Option([], "--set", help="key.sub=value overrides of any synced job (repeatable)."),
         boot: bool = typer.Option(False, "--boot", help="Start the engine now with --config's job."),
+        token_file: str | None = typer.Option(None, "--token-file", help=(
+            "Admin token file (read if it exists, else written 0600); default <experiment dir>/swarm.token.")),
+        token: str | None = typer.Option(None, "--token", help=(
+            "Admin token (visible in `ps`; prefer --token-file or VIBE_RL_SWARM_TOKEN).")),
+        allowed_host: list[str] = typer.Option([], "--allowed-host", help=(
+            "Extra Host/Origin name accepted besides the bind address and loopback (repeatable).")),
+        incomplete_group_ttl: float = typer.Option(6 * 3600.0, "--incomplete-group-ttl", help=(
+            "Seconds a task group may stay below grpo_n without a new episode before it is discarded (counted).")),
     ) -> None:
-        """Serve episodes and train: OFFLINE until a client syncs a job (or --boot)."""
+        """Serve episodes and train: OFFLINE until a client syncs a job (or --boot).
+
+        Control calls and /episode/begin need the admin token; a SwarmClient on this machine finds it."""
         from vibe_rl.schema import TrainJob
         from vibe_rl.swarm.app import serve
         from vibe_rl.swarm.config import ServerConfig
+        from vibe_rl.swarm.protocol import ApiError
 
         base = TrainJob.from_yaml(config) if config else None
         cfg = ServerConfig(host=host, port=port, base_job=base, boot_on_start=boot, model=model,
-                           experiment_dir=experiment_dir, overrides=list(set_))
+                           experiment_dir=experiment_dir, overrides=list(set_), token=token, token_file=token_file,
+                           allowed_hosts=list(allowed_host), incomplete_group_ttl=incomplete_group_ttl)
         if base is not None:  # print the override notes up front, not only when a client syncs
-            for note in cfg.effective_job(base)[1]:
+            try:
+                notes = cfg.effective_job(base)[1]
+            except ApiError as exc:
+                raise typer.BadParameter(exc.message, param_hint="--config") from None
+            for note in notes:
                 typer.echo(f"note: {note}")
         elif model or set_ or experiment_dir:
             typer.echo("note: --model/--set/--experiment-dir will override the job a client syncs")

@@ -5,7 +5,12 @@ error) leaves in OpenAI's `{"error": {"message", "type", "param", "code"}}`
 envelope, so the official SDKs raise the matching exception class.
 
 The hot episode endpoints are answered by `vibe_rl.swarm.hotpath.HotPath`, a pure
-ASGI front; `build_app` returns it wrapped around the FastAPI app.
+ASGI front that also runs `vibe_rl.swarm.guard.Guard` on every request; `build_app`
+returns it wrapped around the FastAPI app.
+
+The admin token (`vibe_rl.swarm.auth`) is resolved by `resolve_token` before the app
+is built; the lifespan writes it (0600) to the token file and to this port's registry
+entry, and removes the registry entry on a clean shutdown.
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ import asyncio
 import contextlib
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
+from vibe_rl.errors import ConfigError
 from vibe_rl.extras import require
+from vibe_rl.swarm import auth
 from vibe_rl.swarm.config import ServerConfig
 from vibe_rl.swarm.protocol import ApiError
 
@@ -42,13 +50,50 @@ def _validation_message(errors: list[dict[str, Any]]) -> tuple[str, str | None, 
     return "Invalid request: " + "; ".join(parts), param, "invalid_request"
 
 
-def build_app(config: ServerConfig) -> Any:
+def token_file(config: ServerConfig) -> Path | None:
+    """Where the admin token is kept: --token-file, else <experiment dir>/swarm.token when known at start."""
+    if config.token_file:
+        return Path(config.token_file)
+    exp = config.experiment_dir or (config.base_job.experiment.dir if config.base_job is not None else None)
+    return Path(exp) / auth.TOKEN_FILE_NAME if exp else None
+
+
+def resolve_token(config: ServerConfig) -> tuple[str, str]:
+    """(token, source). Refuses a non-loopback bind without a token chosen by the operator."""
+    explicit = config.token.get_secret_value() if config.token is not None else None
+    token, source = auth.server_token(explicit, token_file(config))
+    if source == "generated" and not auth.is_loopback(config.host):
+        raise ConfigError(f"--host {config.host} exposes the server beyond this machine, so it needs a token you "
+                          "chose: pass --token-file FILE (or set VIBE_RL_SWARM_TOKEN) and give the same token to "
+                          "the clients.")
+    return token, source
+
+
+def _write_token(config: ServerConfig, token: str) -> list[Path]:
+    written = []
+    for path in (token_file(config), auth.registry_path(config.port)):
+        if path is None:
+            continue
+        try:
+            if auth.read_secret(path) != token or path.stat().st_mode & 0o077:
+                auth.write_secret(path, token)
+            written.append(path)
+        except OSError as exc:
+            log.warning("could not write the admin token to %s: %s", path, exc)
+    return written
+
+
+def build_app(config: ServerConfig, token: str | None = None) -> Any:
+    """The ASGI app. `token`: the admin token (default: `resolve_token(config)`)."""
+    if token is None:
+        token = resolve_token(config)[0]
     fastapi = require("fastapi", "the swarm server")
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
     from vibe_rl.swarm import routers
+    from vibe_rl.swarm.guard import Guard
     from vibe_rl.swarm.hotpath import HotPath
     from vibe_rl.swarm.serving import SwarmServing
 
@@ -56,6 +101,7 @@ def build_app(config: ServerConfig) -> Any:
     async def lifespan(app: Any):
         serving = SwarmServing(config)
         app.state.serving = serving
+        written = _write_token(config, token)
         reaper = asyncio.get_running_loop().create_task(serving.reap_forever())
         if config.boot_on_start and config.base_job is not None:
             await serving.start(None)
@@ -64,6 +110,9 @@ def build_app(config: ServerConfig) -> Any:
         finally:
             reaper.cancel()
             await serving.shutdown()
+            registry = auth.registry_path(config.port)
+            if registry in written and auth.read_secret(registry) == token:
+                registry.unlink(missing_ok=True)
 
     app = fastapi.FastAPI(title="vibe-rl swarm server", lifespan=lifespan, docs_url=None, redoc_url=None)
 
@@ -98,7 +147,8 @@ def build_app(config: ServerConfig) -> Any:
 
     for router in (routers.control, routers.openai, routers.misc):
         app.include_router(router)
-    return HotPath(app)
+    guard = Guard(config.host, token, config.allowed_hosts, config.max_body_bytes)
+    return HotPath(app, guard)
 
 
 def serve(config: ServerConfig) -> None:
@@ -106,5 +156,9 @@ def serve(config: ServerConfig) -> None:
     uvicorn = require("uvicorn", "the swarm server")
     sys.setswitchinterval(config.switch_interval)  # the event loop shares the GIL with the engine thread
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uvicorn.run(build_app(config), host=config.host, port=config.port, log_level="warning",
+    token, source = resolve_token(config)
+    where = token_file(config)
+    print(f"admin token: {'generated' if source == 'generated' else 'from ' + source}; kept in "
+          f"{where or 'memory'} and {auth.registry_path(config.port)} (mode 0600)", flush=True)
+    uvicorn.run(build_app(config, token), host=config.host, port=config.port, log_level="warning",
                 access_log=False, proxy_headers=False, timeout_graceful_shutdown=5)

@@ -18,6 +18,12 @@ Waiting and retries:
 - `end_episode` is idempotent: repeating it with the same task_id and reward
   returns `{"already_ended": true}`, so it is retried on connection errors; a
   repeat with a different task or reward is refused (409 -> SwarmError).
+
+Credentials: control calls and `begin_episode` send the server's admin token
+(`token=`, else `VIBE_RL_SWARM_TOKEN`, `VIBE_RL_SWARM_TOKEN_FILE`, or the token the
+server registered for a loopback port; see `vibe_rl.swarm.auth`); `end_episode` and
+`abort_episode` send the episode's own key (and the admin token, which also works
+after a server restart).
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ import httpx
 
 from vibe_rl.errors import SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
-from vibe_rl.swarm.protocol import Update
+from vibe_rl.swarm.auth import client_token
 from vibe_rl.swarm.episodes import Episode, open_episode
+from vibe_rl.swarm.protocol import Update
 
 log = logging.getLogger("vibe_rl.swarm.client")
 
@@ -65,8 +72,12 @@ def _retry_after(resp: httpx.Response, default: float = 1.0) -> float:
 class SwarmClient:
     """Client of one swarm server (one trainable model). Thread-safe: share it between workers."""
 
-    def __init__(self, url: str, timeout: float = 600.0, wait_timeout: float = 3600.0, max_connections: int = 256):
+    def __init__(self, url: str, timeout: float = 600.0, wait_timeout: float = 3600.0, max_connections: int = 256,
+                 token: str | None = None):
         self.url = url.rstrip("/")
+        self._explicit_token = token
+        self.token = client_token(self.url, token)  # the admin token (None: none found)
+        self._episode_keys: dict[str, str] = {}  # episode_uuid -> its key, until end/abort
         self.wait_timeout = wait_timeout
         # The job the server runs, set by auto_sync_train_config_and_start_engine: the synced job after the
         # server's --model/--set overrides (e.g. small batches on a CPU run). Size rollout loops by it.
@@ -86,13 +97,20 @@ class SwarmClient:
 
     # ------------------------------------------------------------ transport
 
+    def _headers(self, episode_uuid: str | None = None) -> dict[str, str]:
+        headers = {"x-vibe-rl-token": self.token} if self.token else {}
+        key = self._episode_keys.get(episode_uuid) if episode_uuid else None
+        if key or self.token:
+            headers["Authorization"] = f"Bearer {key or self.token}"
+        return headers
+
     def _call(self, method: str, path: str, body: Any = None, wait_busy: bool = False,
-              transport_retries: int = 3) -> Any:
+              transport_retries: int = 3, episode_uuid: str | None = None) -> Any:
         deadline = time.monotonic() + self.wait_timeout
         attempt = 0
         while True:
             try:
-                resp = self._http.request(method, path, json=body)
+                resp = self._http.request(method, path, json=body, headers=self._headers(episode_uuid))
             except httpx.TransportError as exc:
                 attempt += 1
                 if attempt > transport_retries:
@@ -100,6 +118,11 @@ class SwarmClient:
                                      "Is `vibe-rl swarm start` running on that port?") from exc
                 time.sleep(min(5.0, 0.25 * 2 ** attempt))
                 continue
+            if resp.status_code == 401 and self._explicit_token is None and attempt <= transport_retries:
+                fresh = client_token(self.url)  # a restarted server may have a new token
+                if fresh and fresh != self.token:
+                    self.token, attempt = fresh, attempt + 1
+                    continue
             if resp.status_code == 429 and wait_busy and time.monotonic() < deadline:
                 time.sleep(min(_retry_after(resp), max(0.0, deadline - time.monotonic())))
                 continue
@@ -179,6 +202,9 @@ class SwarmClient:
         if kind != "train":
             body["kind"] = kind
         data = self._call("POST", "/episode/begin", body, wait_busy=True)
+        self._episode_keys[data["episode_uuid"]] = data["api_key"]
+        while len(self._episode_keys) > 100_000:  # begun but never ended: forget the oldest
+            self._episode_keys.pop(next(iter(self._episode_keys)))
         return data["episode_uuid"], OpenaiBaseUrlAndApiKey(base_url=data["base_url"], api_key=data["api_key"],
                                                             model=data["model"])
 
@@ -188,11 +214,16 @@ class SwarmClient:
             task = Task.model_validate(task)
         if not isinstance(workflow_output, WorkflowOutput):
             workflow_output = WorkflowOutput.model_validate(workflow_output)
-        return self._call("POST", "/episode/end", {"episode_uuid": episode_uuid, "task": task.model_dump(mode="json"),
-                                                   "output": workflow_output.model_dump(mode="json")})
+        result = self._call("POST", "/episode/end", {"episode_uuid": episode_uuid, "task": task.model_dump(mode="json"),
+                                                     "output": workflow_output.model_dump(mode="json")},
+                            wait_busy=True, episode_uuid=episode_uuid)
+        self._episode_keys.pop(episode_uuid, None)
+        return result
 
     def abort_episode(self, episode_uuid: str) -> dict[str, Any]:
-        return self._call("POST", "/episode/abort", {"episode_uuid": episode_uuid})
+        result = self._call("POST", "/episode/abort", {"episode_uuid": episode_uuid}, episode_uuid=episode_uuid)
+        self._episode_keys.pop(episode_uuid, None)
+        return result
 
 
 # ---------------------------------------------------------------- keeping episodes in flight

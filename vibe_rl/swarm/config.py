@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 from vibe_rl.config import apply_overrides
 from vibe_rl.schema import TrainJob
+from vibe_rl.swarm.protocol import ApiError
 
 
 class ServerConfig(BaseModel):
@@ -30,11 +31,41 @@ class ServerConfig(BaseModel):
         "sys.setswitchinterval of the server process: how soon the event loop gets the GIL back from the "
         "engine thread (Python's 5 ms default adds milliseconds to calls while the engine is busy)"))
     trace_buffer: int = Field(default=5000, ge=1, description="Recent LLM calls kept for /control/traces")
+    token: SecretStr | None = Field(default=None, description=(
+        "--token: the admin token; None takes VIBE_RL_SWARM_TOKEN, then the token file, else generates one"))
+    token_file: str | None = Field(default=None, description=(
+        "--token-file: where the admin token is kept (0600); default <experiment dir>/swarm.token when known"))
+    allowed_hosts: list[str] = Field(default_factory=list, description=(
+        "--allowed-host: extra Host/Origin names accepted besides the bind address and loopback names"))
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body (else 413)")
+    max_messages: int = Field(default=2048, ge=1, description="Most messages in one chat call (else 400)")
+    max_task_id_chars: int = Field(default=256, ge=1, description="Longest task_id accepted by end (else 400)")
+    max_metadata_bytes: int = Field(default=256 * 1024, ge=0,
+                                    description="Largest task + output metadata of one end, as JSON (else 413)")
+    max_abs_reward: float = Field(default=1e6, gt=0, description="Rewards must satisfy |r| <= this (else 400)")
+    max_discard_timeout: float = Field(default=7 * 86400.0, gt=0,
+                                       description="Largest discard_episode_timeout a begin may ask for (else 400)")
+    incomplete_group_ttl: float = Field(default=6 * 3600.0, gt=0, description=(
+        "Seconds a task group may stay below grpo_n episodes without a new one before it is discarded "
+        "(counted, and noted in the status); groups of the 'episodes' policy are never incomplete"))
+
+    def static_models(self) -> list:
+        """The static models this server may serve: its own --config job's, never a synced job's."""
+        return list(self.base_job.static_models) if self.base_job is not None else []
 
     def effective_job(self, job: TrainJob) -> tuple[TrainJob, list[str]]:
         """The job after server-side overrides, plus one note per override that changed something."""
         data: dict[str, Any] = job.model_dump(mode="json")
         notes = []
+        own = {m.name: m.model_dump(mode="json") for m in self.static_models()}
+        foreign = [m.name for m in job.static_models if own.get(m.name) != m.model_dump(mode="json")]
+        if foreign:
+            raise ApiError(403, f"The job names static models {foreign} that this server was not started with "
+                                f"(it serves {sorted(own) or 'none'}). Static models (URLs, key env vars) come only "
+                                "from the server's own --config file; add them there and restart the server, or "
+                                "remove them from the synced job.", code="static_model_not_allowed",
+                           param="static_models")
+        data["static_models"] = list(own.values())
         if self.model and data["model"]["path"] != self.model:
             notes.append(f"--model {self.model} overrides the synced model.path={data['model']['path']}")
             data["model"]["path"] = self.model
@@ -47,4 +78,11 @@ class ServerConfig(BaseModel):
             after = TrainJob.model_validate(data).model_dump(mode="json")
             if after != before:
                 notes.append(f"--set {' '.join(self.overrides)} overrides the synced job")
-        return TrainJob.model_validate(data), notes
+        effective = TrainJob.model_validate(data)
+        trainable = {effective.model.path, effective.model.path.rstrip("/").rsplit("/", 1)[-1]}
+        clash = [m.name for m in effective.static_models if m.name in trainable]
+        if clash:
+            raise ApiError(400, f"Static model {clash[0]!r} has the trainable model's name; calls to it would be "
+                                "ambiguous. Rename the static model in the server's --config.",
+                           code="static_model_name_clash", param="static_models")
+        return effective, notes

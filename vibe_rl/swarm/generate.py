@@ -42,8 +42,7 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
                       timing: dict[str, Any], static: bool = False, enter=None, exit_=None,
                       prefixes: PrefixCache | None = None) -> ChatResult:
     messages = [m.model_dump(exclude_none=True) for m in req.messages]
-    prompt_text = render_text(engine.tokenizer, messages, req.tools, req.tool_choice)
-    prompt_ids = (prefixes or PrefixCache(0)).encode(engine.tokenizer, prompt_text)
+    prompt_text, prompt_ids = await asyncio.to_thread(_tokenize, engine, messages, req, prefixes)  # off the loop
     room = engine.max_model_len - len(prompt_ids)
     if room < 1:
         raise ApiError(400, f"This model's maximum context length is {engine.max_model_len} tokens, but the "
@@ -58,7 +57,7 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
         futures = []
         for i in range(req.n):
             s = sampling if (req.n == 1 or sampling.seed is None) else type(sampling)(
-                **{**sampling.__dict__, "seed": sampling.seed + i})
+                **{**sampling.__dict__, "seed": (sampling.seed + i + 2**63) % 2**64 - 2**63})  # stays an int64
             fut = engine.submit(prompt_ids, s)
             fut.add_done_callback(lambda _f: done_at.append(time.perf_counter()))
             futures.append(asyncio.wrap_future(fut))
@@ -105,6 +104,19 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
     if req.stream:
         return ChatResult(sse_chunks(body, bool(req.stream_options and req.stream_options.include_usage)), turns)
     return ChatResult(body, turns)
+
+
+def _tokenize(engine: Any, messages: list[dict[str, Any]], req: ChatCompletionRequest,
+              prefixes: PrefixCache | None) -> tuple[str, list[int]]:
+    """Render the chat template and tokenise (in a worker thread: long prompts must not stall the server)."""
+    try:
+        text = render_text(engine.tokenizer, messages, req.tools, req.tool_choice)
+    except Exception as exc:  # malformed tool_calls, content the template cannot take: the request's fault
+        raise ApiError(400, f"The messages cannot be rendered with the model's chat template "
+                            f"({type(exc).__name__}: {str(exc)[:300]}). Check tool_calls (each needs "
+                            "function.name and function.arguments) and message contents.",
+                       code="invalid_messages", param="messages") from None
+    return text, (prefixes or PrefixCache(0)).encode(engine.tokenizer, text)
 
 
 async def run(serving: Any, req: ChatCompletionRequest, timing: dict[str, Any],

@@ -6,6 +6,10 @@ work itself). They parse with the same pydantic models, answer errors in the sam
 OpenAI envelope, and everything else (control, /v1/models, 404s, lifespan) goes on
 to the FastAPI app unchanged.
 
+Before any route, `vibe_rl.swarm.guard.Guard` checks Host/Origin, the JSON content
+type, the body size (413) and the admin token of control routes; bodies of every
+POST are read here, capped, and replayed to the FastAPI app.
+
 Chat responses carry `x-vibe-engine-ms` (time inside the engine) and
 `x-vibe-server-ms` (from the request's arrival to the response headers); the
 server's own overhead is the difference (benchmarks/swarm_overhead.py).
@@ -13,6 +17,7 @@ server's own overhead is the difference (benchmarks/swarm_overhead.py).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -21,6 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from vibe_rl.swarm.auth import bearer
+from vibe_rl.swarm.guard import Guard, header
 from vibe_rl.swarm.protocol import (
     AbortEpisodeRequest,
     ApiError,
@@ -39,17 +46,19 @@ def _parse(model: type[BaseModel], raw: bytes) -> Any:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
         raise validation_error(exc.errors()) from None
+    except (RecursionError, ValueError) as exc:  # nesting beyond the parser's limit
+        raise ApiError(400, f"Malformed JSON body: {type(exc).__name__}.", code="invalid_json") from None
 
 
-def _header(scope: dict, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return value.decode("latin-1")
-    return None
+_header = header
+
+
+def _credential(scope: dict) -> str | None:
+    return bearer(_header(scope, b"authorization"))
 
 
 def _base_url(scope: dict) -> str:
-    host = _header(scope, b"host")
+    host = _header(scope, b"host")  # the guard has checked it names this server
     if not host:
         server = scope.get("server") or ("127.0.0.1", 80)
         host = f"{server[0]}:{server[1]}"
@@ -62,18 +71,17 @@ async def begin(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
 
 
 async def end(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
-    return await serving.end(_parse(EndEpisodeRequest, raw))
+    return await serving.end(_parse(EndEpisodeRequest, raw), _credential(scope), scope.get("vibe_admin", False))
 
 
 async def abort(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
-    return serving.abort(_parse(AbortEpisodeRequest, raw).episode_uuid)
+    return serving.abort(_parse(AbortEpisodeRequest, raw).episode_uuid, _credential(scope),
+                         scope.get("vibe_admin", False))
 
 
 async def chat(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
     body = _parse(ChatCompletionRequest, raw)
-    auth = _header(scope, b"authorization")
-    key = auth[7:].strip() if auth and auth[:7].lower() == "bearer " else auth
-    return await serving.chat(body, key, _header(scope, b"x-player"), timing)
+    return await serving.chat(body, _credential(scope), _header(scope, b"x-player"), timing)
 
 
 Handler = Callable[[Any, dict, bytes, dict], Awaitable[Any]]
@@ -81,40 +89,74 @@ ROUTES: dict[str, Handler] = {"/episode/begin": begin, "/episode/end": end, "/ep
                               "/v1/chat/completions": chat}
 
 
-class HotPath:
-    """ASGI app: POSTs to ROUTES are answered here; anything else goes to `app`."""
+async def _send_error(send: Any, err: ApiError, extra: list[tuple[bytes, bytes]] = ()) -> None:
+    payload = json.dumps(err.body()).encode()
+    headers = [(k.lower().encode(), v.encode()) for k, v in err.headers().items()]
+    await send({"type": "http.response.start", "status": err.status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+        *headers, *extra]})
+    await send({"type": "http.response.body", "body": payload})
 
-    def __init__(self, app: Any):
-        self.app = app
+
+async def _read_body(receive: Any, limit: int) -> bytes | None:
+    """The whole body, None if the client went away; raises 413 past `limit` bytes."""
+    chunks, size, more = [], 0, True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "", code="body_too_large")
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+class HotPath:
+    """ASGI app: every request is checked by `guard`; POSTs to ROUTES are answered here, anything
+    else goes to `app` (POST bodies read here, capped, and replayed)."""
+
+    def __init__(self, app: Any, guard: Guard):
+        self.app, self.guard = app, guard
 
     @property
     def state(self) -> Any:
         return self.app.state
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        handler = ROUTES.get(scope.get("path", "")) if scope["type"] == "http" else None
-        if handler is None:
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if scope["method"] != "POST":
+        refused = self.guard.check(scope)
+        if refused is not None:
+            return await _send_error(send, refused)
+        path = scope.get("path", "")
+        handler = ROUTES.get(path)
+        if handler is None and path.startswith("/v1/") and not scope["vibe_admin"]:
+            serving = getattr(self.app.state, "serving", None)
+            key = _credential(scope)
+            if serving is None or not key or (key not in serving.keys and serving.gone.get(key) is None):
+                return await _send_error(send, ApiError(401, "Send an episode's API key (from begin_episode) or "
+                                                             "the admin token.", code="invalid_api_key"))
+        if handler is None and scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        if handler is not None and scope["method"] != "POST":
             err = ApiError(405, f"{scope['path']} takes POST, not {scope['method']}.", code="method_not_allowed")
-            payload = json.dumps(err.body()).encode()
-            await send({"type": "http.response.start", "status": 405, "headers": [
-                (b"content-type", b"application/json"), (b"allow", b"POST"),
-                (b"content-length", str(len(payload)).encode())]})
-            await send({"type": "http.response.body", "body": payload})
-            return
+            return await _send_error(send, err, [(b"allow", b"POST")])
         t0 = time.perf_counter()
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
+        try:
+            raw = await _read_body(receive, self.guard.max_body_bytes)
+        except ApiError:
+            return await _send_error(send, self.guard.too_large())
+        if raw is None:
+            return
+        if handler is None:
+            return await self.app(scope, _replay(raw), send)
         timing: dict[str, float] = {}
         headers: list[tuple[bytes, bytes]] = []
         try:
-            result = await handler(self.app.state.serving, scope, b"".join(chunks), timing)
+            result = await handler(self.app.state.serving, scope, raw, timing)
             status = 200
         except ApiError as err:
             status, result = err.status, err.body()
@@ -138,3 +180,18 @@ class HotPath:
         async for chunk in result:  # an SSE stream of a finished completion
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
+
+
+def _replay(raw: bytes) -> Any:
+    """A `receive` that hands the already-read body to the app once, then waits for a disconnect."""
+    sent = False
+
+    async def receive() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        await asyncio.Event().wait()  # like a client that keeps the connection open
+        return {"type": "http.disconnect"}
+
+    return receive

@@ -64,6 +64,12 @@ def render(status: dict[str, Any], url: str = "") -> Group:
     table.add_row("Average episodes per task", f"{avg:.2f}", str(grpo_n), "-", "-", style="bold red" if piled else "")
     table.add_row("Discarded (idle) / aborted episodes", f"{pool.get('discarded_episodes', 0)} / "
                   f"{pool.get('aborted_episodes', 0)}", "-", "-", "-")
+    ttl = pool.get("incomplete_group_ttl_s") or 0
+    old_group = ttl and pool.get("oldest_incomplete_idle_s", 0) > ttl / 2
+    table.add_row("Incomplete tasks (oldest idle s) / expired episodes",
+                  f"{pool.get('incomplete_tasks', 0)} ({pool.get('oldest_incomplete_idle_s', 0):.0f}) / "
+                  f"{pool.get('expired_episodes', 0)}", f"ttl {ttl:g}" if ttl else "-", "-", "-",
+                  style="yellow" if old_group else "")
     piles = pile_ups(status)
     for task in piles[:3]:
         table.add_row(Text(f"WARNING: pile-up under task_id {task['task_id']!r}", style="bold white on red"),
@@ -99,7 +105,11 @@ def render(status: dict[str, Any], url: str = "") -> Group:
 
 
 def fetch(url: str) -> dict[str, Any]:
-    resp = httpx.get(url.rstrip("/") + "/control/status", timeout=10.0)
+    from vibe_rl.swarm.auth import client_token
+
+    token = client_token(url)  # the admin token: $VIBE_RL_SWARM_TOKEN(_FILE) or the one registered for the port
+    resp = httpx.get(url.rstrip("/") + "/control/status", timeout=10.0,
+                     headers={"Authorization": f"Bearer {token}"} if token else {})
     resp.raise_for_status()
     return resp.json()
 

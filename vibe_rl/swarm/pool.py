@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,10 +49,19 @@ class CompletedEpisode:
 
 
 def _std(values: list[float]) -> float:
+    """Population std that cannot overflow (values are scaled by their largest magnitude)."""
     if len(values) < 2:
         return 0.0
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    scale = max(abs(v) for v in values)
+    if not math.isfinite(scale) or scale == 0.0:
+        return 0.0 if scale == 0.0 else math.inf
+    xs = [v / scale for v in values]
+    mean = math.fsum(xs) / len(xs)
+    return scale * math.sqrt(math.fsum((x - mean) * (x - mean) for x in xs) / len(xs))
+
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0
 
 
 class Pool:
@@ -66,6 +76,7 @@ class Pool:
         self.episodes = 0
         self.complete: dict[str, None] = {}  # ordered set: groups with >= grpo_n episodes
         self.non_dummy: dict[str, None] = {}  # complete groups whose rewards differ
+        self.touched: dict[str, float] = {}  # task_id -> time.monotonic() of its latest episode
 
     # ------------------------------------------------------------ queries
 
@@ -90,7 +101,16 @@ class Pool:
             "target_episodes": self.train.batch_size * self.train.grpo_n,
             "grpo_n": self.train.grpo_n,
             "avg_episodes_per_task": round(self.episodes / len(self.groups), 3) if self.groups else 0.0,
+            **self.incomplete(),
         }
+
+    def incomplete(self, now: float | None = None) -> dict[str, Any]:
+        """Groups still short of grpo_n episodes (none under the 'episodes' policy) and the oldest one's idle age."""
+        if self.train.policy == CollectionPolicy.episodes:
+            return {"incomplete_tasks": 0, "oldest_incomplete_idle_s": 0.0}
+        now = time.monotonic() if now is None else now
+        ages = [now - self.touched.get(t, now) for t in self.groups if t not in self.complete]
+        return {"incomplete_tasks": len(ages), "oldest_incomplete_idle_s": round(max(ages, default=0.0), 1)}
 
     def tasks_table(self, limit: int = 200) -> list[dict[str, Any]]:
         """Per-task rows, largest groups first (a pile-up under one task_id shows at the top)."""
@@ -98,7 +118,7 @@ class Pool:
         for task_id, group in heapq.nlargest(limit, self.groups.items(), key=lambda kv: len(kv[1])):
             rewards = [e.reward for e in group]
             rows.append({"task_id": task_id, "episodes": len(group),
-                         "reward_mean": round(sum(rewards) / len(rewards), 4),
+                         "reward_mean": round(_mean(rewards), 4),
                          "reward_std": round(_std(rewards), 4)})
         return rows
 
@@ -108,6 +128,7 @@ class Pool:
         group = self.groups.setdefault(episode.task_id, [])
         group.append(episode)
         self.episodes += 1
+        self.touched[episode.task_id] = time.monotonic()
         if len(group) >= self.train.grpo_n:
             self.complete[episode.task_id] = None
             if episode.task_id not in self.non_dummy and _std([e.reward for e in group]) > 1e-8:
@@ -118,7 +139,22 @@ class Pool:
         self.episodes -= len(group)
         self.complete.pop(task_id, None)
         self.non_dummy.pop(task_id, None)
+        self.touched.pop(task_id, None)
         return group
+
+    def expire(self, ttl: float, now: float | None = None) -> list[list[CompletedEpisode]]:
+        """Remove and return incomplete groups without a new episode for `ttl` seconds (dead clients)."""
+        if self.train.policy == CollectionPolicy.episodes:
+            return []
+        now = time.monotonic() if now is None else now
+        stale = [t for t in self.groups if t not in self.complete and now - self.touched.get(t, now) > ttl]
+        return [self._pop(t) for t in stale]
+
+    def put_back(self, groups: list[list[CompletedEpisode]]) -> None:
+        """Return groups taken by an update that failed (they stay trainable)."""
+        for group in groups:
+            for episode in group:
+                self.add(episode)
 
     def take(self) -> tuple[list[list[CompletedEpisode]], list[list[CompletedEpisode]]]:
         """Remove and return (groups to train on, groups skipped as dummy). Call when ready()."""

@@ -57,7 +57,7 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, description="Cap on generated tokens")
     max_completion_tokens: int | None = Field(default=None, ge=1, description="Newer name of max_tokens")
     stop: str | list[str] | None = Field(default=None, description="Stop strings")
-    seed: int | None = Field(default=None, description="Sampling seed")
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1, description="Sampling seed (an int64)")
     logprobs: bool = Field(default=False, description="Return per-token logprobs")
     top_logprobs: int | None = Field(default=None, ge=0, le=20, description="Accepted; only 0 is served")
     user: str | None = Field(default=None, description="Player tag, e.g. 'spy:player_3' (recorded)")
@@ -74,7 +74,7 @@ class ChatCompletionRequest(BaseModel):
 class BeginEpisodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     discard_episode_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds without an LLM call after which the episode is discarded")
+        default=None, gt=0, allow_inf_nan=False, description="Seconds without an LLM call after which the episode is discarded")
 
 
 class BeginEpisodeResponse(BaseModel):

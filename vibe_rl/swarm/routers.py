@@ -32,6 +32,9 @@ async def _optional_json(request: Request) -> Any:
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"Malformed JSON body: {exc.msg} at line {exc.lineno} column {exc.colno}.",
                        code="invalid_json") from None
+    except (RecursionError, UnicodeDecodeError) as exc:  # nesting beyond the parser's limit, bad bytes
+        raise ApiError(400, f"Malformed JSON body ({type(exc).__name__}): send a plain JSON object.",
+                       code="invalid_json") from None
 
 
 control = APIRouter(prefix="/control")

@@ -19,12 +19,22 @@ Episode lifecycle (documented contract):
   an end while one of the episode's LLM calls is still running is 409 (no turn is lost).
 - Episodes idle longer than their discard timeout are discarded and counted;
   later calls on them get 410 with the reason. Unknown ids/keys get 404/401.
+- `end` and `abort` need the episode's own key or the admin token (checked by
+  `vibe_rl.swarm.guard` for every other control route). An `end` of an episode this
+  process does not know while the engine is not ROLLING answers 503/429 (it may be
+  stored, and the store opens with the engine), so a client retries instead of failing.
+- Bounds (ServerConfig): |reward| <= max_abs_reward, task_id length, metadata size,
+  message count and discard timeout are checked before anything is stored or generated.
+- Task groups that stay below grpo_n without a new episode for `incomplete_group_ttl`
+  are discarded (marked `expired` in the store), counted and noted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import secrets
 import time
 import uuid
@@ -33,15 +43,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.schema import TrainJob
+from vibe_rl.swarm.auth import same_token
 from vibe_rl.swarm.chat import PrefixCache
 from vibe_rl.swarm.config import ServerConfig
 from vibe_rl.swarm.pool import CompletedEpisode, Pool, TurnRecord
 from vibe_rl.swarm.protocol import ApiError, BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest
 from vibe_rl.swarm.static import StaticRouter
+from vibe_rl.swarm.updater import ROLLING, WEIGHT_SYNCING, UpdateLoop  # noqa: F401  (re-exported states)
 
 log = logging.getLogger("vibe_rl.swarm")
 
-OFFLINE, BOOTING, ROLLING, WEIGHT_SYNCING = "OFFLINE", "BOOTING", "ROLLING", "WEIGHT_SYNCING"
+OFFLINE, BOOTING = "OFFLINE", "BOOTING"
 
 
 @dataclass
@@ -72,7 +84,7 @@ class Tombstones:
         return self._d.get(key)
 
 
-class SwarmServing:
+class SwarmServing(UpdateLoop):
     def __init__(self, config: ServerConfig):
         self.config = config
         self.state = OFFLINE
@@ -84,6 +96,11 @@ class SwarmServing:
         self.episodes: dict[str, Episode] = {}
         self.keys: dict[str, Episode] = {}
         self.gone = Tombstones()
+        self.key_of = Tombstones()  # episode uuid -> its key, after it is gone (a retried end may use the key)
+        self.expired = 0
+        self.update_failures = 0  # consecutive failed weight updates of the same groups
+        self._next_expire = 0.0
+        self._update_started = 0.0
         self._ending: dict[str, tuple[str, float, str]] = {}  # episodes being written by end
         self.traces: deque[dict[str, Any]] = deque(maxlen=config.trace_buffer)
         self.errors: deque[str] = deque(maxlen=50)
@@ -147,6 +164,7 @@ class SwarmServing:
         for ep in booted.recovered:
             self.pool.add(ep)
         self.discarded = int(self.store.get_meta("discarded_episodes", 0))
+        self.expired = int(self.store.get_meta("expired_episodes", 0))
         self.static = StaticRouter(self.job, lambda path: self.updates.load_frozen(path, self.job.model))
         self.traces.extend(self.store.recent_calls(self.config.trace_buffer))
         self.notes.extend(booted.notes + self.static.notes)
@@ -207,6 +225,10 @@ class SwarmServing:
             "target_tasks": 0, "target_episodes": 0, "grpo_n": 0, "avg_episodes_per_task": 0.0}
         pool["discarded_episodes"] = self.discarded
         pool["aborted_episodes"] = self.aborted
+        pool["expired_episodes"] = self.expired
+        pool.setdefault("incomplete_tasks", 0)
+        pool.setdefault("oldest_incomplete_idle_s", 0.0)
+        pool["incomplete_group_ttl_s"] = self.config.incomplete_group_ttl
         running = sorted(self.episodes.values(), key=lambda e: e.last_activity)
         return {
             "state": self.state,
@@ -254,6 +276,10 @@ class SwarmServing:
                         retry_after=0.5)
 
     def begin(self, discard_timeout: float | None, base_url: str) -> BeginEpisodeResponse:
+        cap = self.config.max_discard_timeout
+        if discard_timeout is not None and not (math.isfinite(discard_timeout) and 0 < discard_timeout <= cap):
+            raise ApiError(400, f"discard_episode_timeout must be a finite number of seconds in (0, {cap:g}]; got "
+                                f"{discard_timeout!r}.", code="invalid_request", param="discard_episode_timeout")
         if self.state != ROLLING:
             raise self._not_ready("begin_episode")
         ep = Episode(uuid=uuid.uuid4().hex, api_key=secrets.token_urlsafe(32),
@@ -268,6 +294,34 @@ class SwarmServing:
         self.keys.pop(ep.api_key, None)
         self.gone.add(ep.uuid, reason)
         self.gone.add(ep.api_key, reason)
+        self.key_of.add(ep.uuid, ep.api_key)
+
+    def _authorize(self, episode_uuid: str, key: str | None, credential: str | None, admin: bool) -> None:
+        """end/abort: the admin token, or this episode's own key (Authorization: Bearer <key>)."""
+        if admin or (key is not None and same_token(credential, key)):
+            return
+        raise ApiError(401, f"Only episode {episode_uuid}'s own API key (from begin_episode, sent as "
+                            "`Authorization: Bearer <key>`) or the server's admin token may end or abort it.",
+                       code="invalid_api_key" if credential else "missing_api_key")
+
+    def check_end(self, req: EndEpisodeRequest) -> None:
+        """Bounds of an end request (400 with the field), before anything is stored."""
+        cfg = self.config
+        reward = req.output.reward
+        if not (math.isfinite(reward) and abs(reward) <= cfg.max_abs_reward):
+            raise ApiError(400, f"reward {reward!r} is out of range: rewards must be finite with |reward| <= "
+                                f"{cfg.max_abs_reward:g} (ServerConfig.max_abs_reward). Scale or clip it.",
+                           code="reward_out_of_range", param="output.reward")
+        if len(req.task.task_id) > cfg.max_task_id_chars:
+            raise ApiError(400, f"task_id has {len(req.task.task_id)} characters; at most {cfg.max_task_id_chars} "
+                                "are accepted. Use a short stable id (e.g. the seed).", code="task_id_too_long",
+                           param="task.task_id")
+        size = len(json.dumps([req.task.model_dump(mode="json"), req.output.metadata], ensure_ascii=False,
+                              default=str).encode())
+        if size > cfg.max_metadata_bytes:
+            raise ApiError(400, f"The task and output metadata take {size} bytes as JSON; at most "
+                                f"{cfg.max_metadata_bytes} are accepted. Store large artefacts elsewhere and "
+                                "keep a reference.", code="metadata_too_large", param="output.metadata")
 
     def _lookup(self, episode_uuid: str) -> Episode:
         ep = self.episodes.get(episode_uuid)
@@ -281,9 +335,13 @@ class SwarmServing:
                             "returned on this server (each server has its own episodes).",
                        code="episode_not_found", param="episode_uuid")
 
-    async def end(self, req: EndEpisodeRequest) -> dict[str, Any]:
+    async def end(self, req: EndEpisodeRequest, credential: str | None, admin: bool) -> dict[str, Any]:
+        self.check_end(req)
         ep = self.episodes.get(req.episode_uuid)
         if ep is None:
+            if self.store is None and self.gone.get(req.episode_uuid) is None:
+                raise self._not_ready("end_episode")  # maybe stored: the store opens with the engine
+            self._authorize(req.episode_uuid, self.key_of.get(req.episode_uuid), credential, admin)
             stored = self._ending.get(req.episode_uuid) or (
                 self.store.episode_status(req.episode_uuid) if self.store else None)
             if stored is not None:
@@ -294,6 +352,7 @@ class SwarmServing:
                                     f"reward={reward}; a second end with a different task or reward is refused.",
                                code="episode_already_ended", param="episode_uuid")
             self._lookup(req.episode_uuid)  # raises 410 / 404
+        self._authorize(ep.uuid, ep.api_key, credential, admin)
         if self.store is None:
             raise self._not_ready("end_episode")
         if ep.inflight:
@@ -316,7 +375,9 @@ class SwarmServing:
         return {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,
                 "trainable_turns": sum(1 for t in ep.turns if not t.static)}
 
-    def abort(self, episode_uuid: str) -> dict[str, Any]:
+    def abort(self, episode_uuid: str, credential: str | None, admin: bool) -> dict[str, Any]:
+        ep = self.episodes.get(episode_uuid)
+        self._authorize(episode_uuid, ep.api_key if ep else self.key_of.get(episode_uuid), credential, admin)
         ep = self._lookup(episode_uuid)
         self._forget(ep, "it was aborted")
         self.aborted += 1
@@ -329,6 +390,9 @@ class SwarmServing:
             if self.state != ROLLING:
                 continue
             now = time.monotonic()
+            if now >= self._next_expire:
+                self._next_expire = now + min(30.0, self.config.incomplete_group_ttl / 10)
+                self.expire_groups(now)
             for ep in [e for e in self.episodes.values() if not e.inflight and now - e.last_activity > e.timeout]:
                 self._forget(ep, f"discarded after {ep.timeout:g} s without an LLM call "
                                  "(raise begin_episode(discard_episode_timeout=...))")
@@ -370,6 +434,10 @@ class SwarmServing:
         from vibe_rl.swarm import generate
 
         ep = self.episode_for_key(api_key)
+        if len(req.messages) > self.config.max_messages:
+            raise ApiError(400, f"The call has {len(req.messages)} messages; at most {self.config.max_messages} are "
+                                "accepted (ServerConfig.max_messages). Keep only recent turns.",
+                           code="too_many_messages", param="messages")
         player = req.user or player_header
         if self.job is None:
             raise self._not_ready("chat completions")
@@ -408,53 +476,3 @@ class SwarmServing:
         self.inflight -= 1
         if self.inflight == 0:
             self._drained.set()
-
-    # ------------------------------------------------------------ updates
-
-    def _maybe_update(self) -> None:
-        if (self.state == ROLLING and self._update_task is None and self.pool is not None and self.pool.ready()
-                and not (self.job.train.total_steps and self.global_step >= self.job.train.total_steps)):
-            self._update_task = self._spawn(self._update())
-
-    async def _update(self) -> None:
-        self.state = WEIGHT_SYNCING
-        self._rolling.clear()
-        started = time.monotonic()
-        try:
-            await self._drained.wait()  # calls already inside the engine finish on the old weights
-            groups, dummy = self.pool.take()
-            if dummy:
-                self.store.mark([e.episode_uuid for g in dummy for e in g], "skipped")
-                self.notes.append(f"skipped {sum(len(g) for g in dummy)} episodes of {len(dummy)} tasks with "
-                                  "equal rewards (non_dummy_tasks policy)")
-            uuids = [e.episode_uuid for g in groups for e in g]
-            try:
-                metrics = await asyncio.to_thread(self.updates.train_step, self.engine, self.job, groups,
-                                                  self.global_step + 1)
-            except Exception as exc:
-                log.exception("weight update failed")
-                self.store.mark(uuids, "failed")
-                self.errors.append(f"weight update {self.global_step + 1} failed on {len(uuids)} episodes "
-                                   f"(marked 'failed' in the store): {type(exc).__name__}: {exc}")
-                return
-            self.global_step += 1
-            self.store.mark(uuids, "trained", self.global_step)
-            metrics["update_s"] = round(time.monotonic() - started, 3)
-            if self.sink is not None:  # throughput, counts, then the job's loggers (jsonl, tensorboard, ...)
-                metrics = self.sink.finish(self.global_step, metrics, discarded_episodes=self.discarded,
-                                           aborted_episodes=self.aborted)
-            self.store.record_update(self.global_step, metrics)
-            if self.job.train.total_steps and self.global_step >= self.job.train.total_steps:
-                self.notes.append(f"reached train.total_steps={self.job.train.total_steps}: no more weight updates; "
-                                  "completed episodes are still stored")
-            self.last_update = {"step": self.global_step, **metrics}
-            log.info("weight update %d: %s", self.global_step, metrics)
-        finally:
-            now = time.monotonic()
-            for ep in self.episodes.values():  # the pause is not idle time
-                ep.last_activity = max(ep.last_activity, now)
-            self._update_task = None
-            if self.state == WEIGHT_SYNCING:
-                self.state = ROLLING
-                self._rolling.set()
-        self._maybe_update()

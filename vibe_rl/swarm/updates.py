@@ -4,26 +4,40 @@ An update, top to bottom:
 1. The pool hands over whole task groups (episodes sharing a task_id).
 2. Each group's rewards become group-normalised advantages (`vibe_rl.rl.advantages`);
    every episode's advantage is shared by all of its samples.
+   A group that cannot be trained on (a reward out of range, broken turns) is rejected
+   alone and reported; the other groups still train.
 3. An episode's trainable turns (static-model calls are context only) become
    samples with `vibe_rl.rl.samples.build_samples` (multi-turn merge by token prefix).
 4. At most `train.max_samples` samples go in; extra ones are dropped and counted.
 5. `engine.train(samples)` takes one optimiser step; every `save_freq` steps the
    engine is checkpointed to `<experiment.dir>/checkpoints/step_NNNNNN` and
-   `checkpoints/latest.json` is rewritten atomically after the save completed.
+   `checkpoints/latest.json` is rewritten atomically after the save completed. The
+   save comes after the step is counted: a failed save (e.g. ENOSPC) is reported with
+   its path, and the episodes of steps newer than the latest checkpoint are retrained
+   after a restart (`Store.untrained`), so nothing is lost.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
+import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vibe_rl.errors import VibeRLError
 from vibe_rl.schema import EngineConfig, TrainJob
 from vibe_rl.swarm.loggers import MetricsSink, make_loggers
 from vibe_rl.swarm.metrics import batch_metrics, engine_metrics
 from vibe_rl.swarm.pool import CompletedEpisode
+
+
+class CheckpointError(VibeRLError, OSError):
+    """A checkpoint could not be written (the message names the path and the OS error)."""
 
 
 @dataclass
@@ -86,39 +100,100 @@ def load_frozen(path: str, base: EngineConfig | None = None) -> Any:
     return load_engine(cfg, None, trainable=False)
 
 
-def build_batch(groups: list[list[CompletedEpisode]], max_samples: int) -> tuple[list[Any], dict[str, float]]:
+def _group_samples(group: list[CompletedEpisode], max_abs_reward: float) -> tuple[list[Any], Any]:
+    """One task group's samples and advantages; raises when the group cannot be trained on."""
     from vibe_rl.rl.advantages import grpo_advantages
     from vibe_rl.rl.samples import Turn, build_samples
 
-    episodes = [ep for group in groups for ep in group]
-    adv = grpo_advantages([ep.task_id for ep in episodes], [ep.reward for ep in episodes])
+    bad = [ep.reward for ep in group if not (math.isfinite(ep.reward) and abs(ep.reward) <= max_abs_reward)]
+    if bad:
+        raise ValueError(f"reward {bad[0]!r} is not finite or exceeds |r| <= {max_abs_reward:g}")
+    adv = grpo_advantages([ep.task_id for ep in group], [ep.reward for ep in group])
     samples: list[Any] = []
-    for ep, value in zip(episodes, adv.values, strict=True):
+    for ep, value in zip(group, adv.values, strict=True):
         turns = [Turn(t.prompt_ids, t.response_ids, t.logprobs, player=t.player, weight_version=t.weight_version,
                       temperature=t.temperature, top_p=t.top_p)
                  for t in ep.turns if not t.static and t.prompt_ids and t.response_ids]
         samples.extend(build_samples(turns, task_id=ep.task_id, episode_id=ep.episode_uuid, advantage=value))
+    return samples, adv
+
+
+@dataclass
+class Batch:
+    samples: list[Any]
+    info: dict[str, float]
+    groups: list[list[CompletedEpisode]]  # the groups the samples come from
+    rejected: list[tuple[list[CompletedEpisode], str]] = field(default_factory=list)  # (group, why)
+
+
+def build_batch(groups: list[list[CompletedEpisode]], max_samples: int, max_abs_reward: float = 1e6) -> Batch:
+    """Samples of every group that can be trained on; a group that cannot (bad reward, broken
+    turns) is rejected alone, with the reason, and never takes the other groups down with it."""
+    samples: list[Any] = []
+    kept: list[list[CompletedEpisode]] = []
+    rejected: list[tuple[list[CompletedEpisode], str]] = []
+    groups_n = all_equal = 0
+    for group in groups:
+        try:
+            group_samples, adv = _group_samples(group, max_abs_reward)
+        except Exception as exc:  # one group's data: reject it alone
+            rejected.append((group, f"{type(exc).__name__}: {exc}"))
+            continue
+        kept.append(group)
+        samples.extend(group_samples)
+        groups_n += adv.num_groups
+        all_equal += adv.num_all_equal_groups
     dropped = max(0, len(samples) - max_samples)
     samples = samples[:max_samples]
-    return samples, {**batch_metrics(groups), "samples": len(samples), "dropped_samples": dropped,
-                     "groups": adv.num_groups, "all_equal_groups": adv.num_all_equal_groups}
+    info = {**batch_metrics(kept), "samples": len(samples), "dropped_samples": dropped, "groups": groups_n,
+            "all_equal_groups": all_equal, "rejected_groups": len(rejected)}
+    return Batch(samples, info, kept, rejected)
 
 
-def train_step(engine: Any, job: TrainJob, groups: list[list[CompletedEpisode]], step: int) -> dict[str, Any]:
-    samples, info = build_batch(groups, job.train.max_samples)
-    metrics = engine_metrics(engine.train(samples)) if samples else {"skipped_empty": 1}
-    metrics.update(info)
-    if job.train.save_freq and step % job.train.save_freq == 0:
-        save_checkpoint(engine, job, step)
-        metrics["checkpoint"] = step
+def train_step(engine: Any, job: TrainJob, batch: Batch) -> dict[str, Any]:
+    """One optimiser step on a built batch (no checkpoint: `save_checkpoint` is separate, so a
+    failed save can never leave the step counter and the weights disagreeing)."""
+    metrics = engine_metrics(engine.train(batch.samples)) if batch.samples else {"skipped_empty": 1}
+    metrics.update(batch.info)
     return metrics
 
 
 def save_checkpoint(engine: Any, job: TrainJob, step: int) -> Path:
+    """Checkpoint to <experiment.dir>/checkpoints/step_NNNNNN, then point latest.json at it.
+
+    A failed write (disk full, read-only, permissions) raises CheckpointError naming the path and
+    the OS error; latest.json keeps pointing at the previous checkpoint, and the partial files are
+    removed so they do not hold the disk."""
     root = checkpoint_root(job)
     name = f"step_{step:06d}"
-    engine.save(root / name)
     tmp = root / "latest.json.tmp"
-    tmp.write_text(json.dumps({"step": step, "dir": name}))
-    os.replace(tmp, root / "latest.json")  # atomic: a crash leaves the previous marker intact
+    try:
+        engine.save(root / name)
+        tmp.write_text(json.dumps({"step": step, "dir": name}))
+        os.replace(tmp, root / "latest.json")  # atomic: a crash leaves the previous marker intact
+    except Exception as exc:  # OSError, or a library's wrapper of one (safetensors, torch.save)
+        tmp.unlink(missing_ok=True)
+        raise CheckpointError(f"Checkpoint of step {step} to {root / name} failed: {_os_error(exc, root)} "
+                              "The weights in memory are intact and the previous checkpoint is still the "
+                              "latest.") from exc
     return root / name
+
+
+def _os_error(exc: BaseException, root: Path) -> str:
+    """What went wrong, with the errno name when one can be found (libraries wrap OSError in their own types)."""
+    num = getattr(exc, "errno", None)
+    if num is None:
+        found = re.search(r"(?:os error|code:)\s*(\d+)", str(exc))
+        num = int(found.group(1)) if found else None
+    if num is None and ("No space left" in str(exc) or "file write failed" in str(exc)):
+        num = errno.ENOSPC
+    try:
+        free = shutil.disk_usage(root if root.exists() else root.parent).free
+    except OSError:
+        free = -1
+    name = errno.errorcode.get(num, "error") if num is not None else type(exc).__name__
+    where = getattr(exc, "filename", None) or root
+    text = f"{name} ({os.strerror(num) if num is not None else exc}) writing {where} ({free} bytes free)."
+    if num in (errno.ENOSPC, errno.EDQUOT) or 0 <= free < 1 << 20:
+        text += " The disk is full: free space or point experiment.dir at a larger disk."
+    return text

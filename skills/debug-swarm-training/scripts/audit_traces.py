@@ -15,13 +15,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import urllib.parse
 import urllib.request
 from collections import defaultdict
 
 
+def admin_headers(url: str) -> dict:
+    """The swarm server's admin token, found like SwarmClient finds it: $VIBE_RL_SWARM_TOKEN, the file named
+    by $VIBE_RL_SWARM_TOKEN_FILE, or (loopback URLs only) the token the server registered for its port."""
+    token = os.environ.get("VIBE_RL_SWARM_TOKEN", "").strip()
+    path = os.environ.get("VIBE_RL_SWARM_TOKEN_FILE")
+    parts = urllib.parse.urlsplit(url)
+    if not token and not path and (parts.hostname or "") in ("127.0.0.1", "localhost", "::1"):
+        cache = os.environ.get("VIBE_RL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "vibe-rl")
+        path = os.path.join(cache, "swarm-tokens", f"port-{parts.port or 80}")
+    if not token and path:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                token = fh.read().strip()
+        except OSError:
+            token = ""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 def get_json(url: str) -> dict:
-    with urllib.request.urlopen(url, timeout=15) as resp:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=admin_headers(url)), timeout=15) as resp:
         return json.loads(resp.read().decode("utf-8"))
 
 

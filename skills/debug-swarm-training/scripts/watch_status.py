@@ -12,18 +12,39 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 SCHEDULE = (15, 30, 60, 120, 300)
 
 
+def admin_headers(url: str) -> dict:
+    """The swarm server's admin token, found like SwarmClient finds it: $VIBE_RL_SWARM_TOKEN, the file named
+    by $VIBE_RL_SWARM_TOKEN_FILE, or (loopback URLs only) the token the server registered for its port."""
+    token = os.environ.get("VIBE_RL_SWARM_TOKEN", "").strip()
+    path = os.environ.get("VIBE_RL_SWARM_TOKEN_FILE")
+    parts = urllib.parse.urlsplit(url)
+    if not token and not path and (parts.hostname or "") in ("127.0.0.1", "localhost", "::1"):
+        cache = os.environ.get("VIBE_RL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "vibe-rl")
+        path = os.path.join(cache, "swarm-tokens", f"port-{parts.port or 80}")
+    if not token and path:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                token = fh.read().strip()
+        except OSError:
+            token = ""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 def fetch_status(url: str, timeout: float = 10.0) -> dict | None:
     """The status JSON, or None when the server does not answer."""
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/control/status", timeout=timeout) as resp:
+        request = urllib.request.Request(url.rstrip("/") + "/control/status", headers=admin_headers(url))
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             return json.loads(resp.read().decode("utf-8"))
     except (urllib.error.URLError, OSError, ValueError):
         return None
