@@ -30,6 +30,13 @@ def load_engine(model: EngineConfig, train: TrainConfig | None = None, trainable
     """Build the engine `model.engine` names ('torch'; 'vllm'/'verl' are for GPU clusters)."""
     name = model.engine
     if name == "torch":
+        from vibe_rl.engine import distributed
+
+        if trainable and distributed.current() is not None and distributed.current().world_size > 1:
+            from vibe_rl.engine.dist_engine import DistributedEngine  # one process per GPU (FSDP2)
+            from vibe_rl.schema import TrainConfig
+
+            return DistributedEngine(model, train or TrainConfig(), distributed.current())
         from vibe_rl.engine.torch_engine import TorchEngine
 
         return TorchEngine(model, train, trainable=trainable)

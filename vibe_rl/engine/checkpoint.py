@@ -4,11 +4,17 @@ Layout of a checkpoint directory:
 
     model/          full weights as an HF directory (safetensors + tokenizer), loadable on its own
     adapter/        instead of model/ when LoRA is on: the peft adapter (adapter_model.safetensors)
-    optimizer.pt    the AdamW state (absent for a frozen engine)
-    state.json      {"step", "version", "nan_skipped_total", "lora", "base_model", "rng"}
+    optimizer.pt    the AdamW state keyed by parameter name (absent for a frozen engine)
+    state.json      {"step", "version", "nan_skipped_total", "lora", "base_model", "rng", "world_size"}
 
 Written into a temporary sibling directory and renamed into place, so a crash
 mid-save never leaves a half checkpoint under the final name.
+
+Resharding: a checkpoint holds full tensors only (weights as an HF directory, the optimizer
+state keyed by parameter name, not by position or shard), so one written by a server on N
+GPUs resumes on M: a sharded server (`vibe_rl.engine.dist_engine`) gathers the full state on
+rank 0 to save, and loads it on rank 0 and shards it over its ranks. Older checkpoints whose
+optimizer state is keyed by position still load.
 """
 
 from __future__ import annotations
@@ -25,7 +31,10 @@ from vibe_rl.extras import require
 STATE = "state.json"
 
 
-def save_checkpoint(engine: Any, directory: Path) -> Path:
+def save_checkpoint(engine: Any, directory: Path, optimizer_state: dict[str, Any] | None = None,
+                    world_size: int = 1) -> Path:
+    """Write `engine`'s weights and state; `optimizer_state` (already keyed by name) replaces the
+    engine's own optimizer (a sharded server passes the state it gathered)."""
     torch = require("torch", "saving a checkpoint")
     directory = directory.resolve()
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -38,10 +47,13 @@ def save_checkpoint(engine: Any, directory: Path) -> Path:
         else:
             engine.model.save_pretrained(tmp / "model", safe_serialization=True)
             engine.tokenizer.save_pretrained(tmp / "model")
-        if engine.optimizer is not None:
-            torch.save(engine.optimizer.state_dict(), tmp / "optimizer.pt")
+        if optimizer_state is None and engine.optimizer is not None:
+            optimizer_state = named_optimizer_state(engine.optimizer.state_dict(), trainable_names(engine.model))
+        if optimizer_state is not None:
+            torch.save(optimizer_state, tmp / "optimizer.pt")
         state = {"step": engine.step, "version": engine.version, "nan_skipped_total": engine.nan_skipped_total,
-                 "lora": engine.lora, "base_model": str(engine.path), "rng": list(_flatten(engine._rng.getstate()))}
+                 "lora": engine.lora, "base_model": str(engine.path), "rng": list(_flatten(engine._rng.getstate())),
+                 "world_size": world_size}
         (tmp / STATE).write_text(json.dumps(state, indent=2))
         old = directory.parent / f".{directory.name}.old-{os.getpid()}"
         if directory.exists():
@@ -82,13 +94,54 @@ def load_checkpoint(engine: Any, directory: Path) -> None:
                                  f"(missing {sorted(set(missing) - tied)[:3]}, unexpected {unexpected[:3]}).")
         if tied:
             engine.model.tie_weights()
-    opt_file = directory / "optimizer.pt"
-    if engine.optimizer is not None and opt_file.is_file():
-        engine.optimizer.load_state_dict(torch.load(opt_file, map_location=engine.device, weights_only=True))
+    if engine.optimizer is not None:
+        saved = read_optimizer_state(directory, engine.device)
+        if saved is not None:
+            engine.optimizer.load_state_dict(positional_optimizer_state(saved, trainable_names(engine.model)))
     engine.step, engine.version = int(state["step"]), int(state["version"])
     engine.nan_skipped_total = int(state.get("nan_skipped_total", 0))
     if state.get("rng"):
         engine._rng.setstate(_unflatten(state["rng"]))
+
+
+def read_optimizer_state(directory: Path, device: Any = "cpu") -> dict[str, Any] | None:
+    """optimizer.pt of a checkpoint (None when there is none)."""
+    torch = require("torch", "loading a checkpoint")
+    opt_file = directory / "optimizer.pt"
+    if not opt_file.is_file():
+        return None
+    return torch.load(opt_file, map_location=device, weights_only=True)
+
+
+def trainable_names(model: Any) -> list[str]:
+    """Names of the trained parameters, in the order the optimizer holds them."""
+    return [n for n, p in model.named_parameters() if p.requires_grad]
+
+
+def named_optimizer_state(state: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """torch's position-keyed `optimizer.state_dict()` -> the same keyed by parameter name."""
+    if _is_named(state):
+        return state
+    return {"state": {names[i]: v for i, v in state["state"].items()},
+            "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in state["param_groups"]]}
+
+
+def positional_optimizer_state(state: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """A name-keyed optimizer state -> what `optimizer.load_state_dict` takes (positions)."""
+    if not _is_named(state):
+        return state
+    index = {n: i for i, n in enumerate(names)}
+    unknown = [n for n in state["state"] if n not in index]
+    if unknown:
+        raise ModelLoadError(f"The optimizer state names parameters this model does not train: {unknown[:3]}. "
+                             "Resume with the model and LoRA settings the checkpoint was written with.")
+    return {"state": {index[n]: v for n, v in state["state"].items()},
+            "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in state["param_groups"]]}
+
+
+def _is_named(state: dict[str, Any]) -> bool:
+    return any(isinstance(k, str) for k in state.get("state", {})) or any(
+        isinstance(p, str) for g in state.get("param_groups", []) for p in g.get("params", []))
 
 
 def _flatten(rng_state: tuple) -> list:

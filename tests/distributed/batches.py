@@ -1,0 +1,39 @@
+"""Deterministic GRPO batches and settings shared by the single-process side and the ranks."""
+
+from __future__ import annotations
+
+import random
+
+TOLERANCE = 1e-5  # relative, fp32 on CPU: sharded and single-process losses differ only by float rounding
+LR, MICRO_BATCH, MAX_LEN = 1e-2, 2, 256
+SCENARIOS = {  # name -> (lora rank, kl_coef)
+    "full": (0, 0.0),
+    "lora": (4, 0.0),
+    "kl": (0, 0.1),
+}
+
+
+def batch(seed: int, n: int = 10) -> list:
+    """n samples of 6-30 tokens with a prompt part, rollout logprobs and mixed advantages (zeros included)."""
+    from vibe_rl.rl.samples import Sample
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        length = rng.randint(6, 30)
+        prompt = rng.randint(2, length - 2)
+        ids = [rng.randrange(3, 1000) for _ in range(length)]
+        mask = [0] * prompt + [1] * (length - prompt)
+        old = [(-2.0 - rng.random()) if m else 0.0 for m in mask]
+        out.append(Sample(ids, mask, old, advantage=rng.choice([-1.0, 0.0, 1.0, 0.5]), task_id=str(i % 3),
+                          episode_id=f"e{seed}-{i}"))
+    return out
+
+
+def configs(model_path: str, scenario: str):
+    from vibe_rl.schema import EngineConfig, LoraConfig, TrainConfig
+
+    rank, kl = SCENARIOS[scenario]
+    engine = EngineConfig(path=model_path, device="cpu", max_model_len=MAX_LEN, lora=LoraConfig(rank=rank, alpha=8),
+                          generator="simple")
+    return engine, TrainConfig(lr=LR, micro_batch_size=MICRO_BATCH, kl_coef=kl)

@@ -1,0 +1,63 @@
+"""Run under torchrun (2 processes, gloo): the server's sharded engine on fixed batches.
+
+Rank 0 drives a `DistributedEngine` (what the swarm server's rank 0 holds); rank 1 runs
+`worker_loop` (what every other rank of a server runs). For each scenario: two GRPO steps
+with a checkpoint written after the first; then a checkpoint written by a single process
+(--from-single) is resumed here and stepped once. Rank 0 writes the losses and final weights.
+
+    python -m torch.distributed.run --nproc-per-node 2 tests/distributed/ranks_script.py MODEL OUT [--from-single CKPT]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.distributed.batches import SCENARIOS, batch, configs  # noqa: E402
+from vibe_rl.engine import distributed, load_engine  # noqa: E402
+from vibe_rl.engine.dist_engine import worker_loop  # noqa: E402
+
+
+def main() -> None:
+    import torch
+
+    model_path, out = sys.argv[1], Path(sys.argv[2])
+    from_single = Path(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--from-single" else None
+    env = distributed.init_from_env("cpu")
+    if env.rank != 0:
+        worker_loop(env)
+        distributed.shutdown()
+        return
+    results: dict = {"world_size": env.world_size}
+    try:
+        for name in SCENARIOS:
+            engine_cfg, train_cfg = configs(model_path, name)
+            with load_engine(engine_cfg, train_cfg) as engine:
+                first = engine.train(batch(1))
+                engine.save(out / f"{name}-step1")
+                second = engine.train(batch(2))
+                weights = {n: p.detach().clone() for n, p in engine.local.model.named_parameters()
+                           if "lora_" in n or not engine.lora}
+                torch.save(weights, out / f"{name}-weights.pt")
+                results[name] = {"losses": [first["loss"], second["loss"]],
+                                 "grad_norms": [first["grad_norm"], second["grad_norm"]],
+                                 "versions": [first["version"], second["version"]],
+                                 "padding": first["padding_samples"] + second["padding_samples"],
+                                 "devices": engine.devices}
+        if from_single is not None:
+            engine_cfg, train_cfg = configs(model_path, "full")
+            with load_engine(engine_cfg, train_cfg) as engine:
+                engine.load(from_single)
+                resumed = engine.train(batch(2))
+                results["from_single"] = {"loss": resumed["loss"], "version": resumed["version"]}
+    finally:
+        (out / "result.json").write_text(json.dumps(results, indent=2))
+        env.broadcast(("exit",))
+        distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main()

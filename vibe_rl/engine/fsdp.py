@@ -1,0 +1,192 @@
+"""GRPO training sharded over every rank of the group with PyTorch FSDP2 (`fully_shard`).
+
+Each decoder layer and then the whole model are wrapped with `fully_shard` on a 1-D device mesh
+over all ranks: every rank keeps 1/world of each parameter, its gradient and its AdamW state.
+Parameters stay in the dtype they were loaded in (bf16 on GPU, fp32 on CPU); gradients are
+reduced in fp32 (`MixedPrecisionPolicy(reduce_dtype=float32)`). With LoRA the frozen base is
+sharded too and only the adapter has gradients and optimizer state.
+
+One step (`ShardedTrainer.step`, called on every rank with the same samples):
+1. `sharding.split_batch` gives each rank its samples (same count of model passes everywhere);
+2. `grpo_step` runs on the rank's samples, its logits' gradient scaled by world * T_r / T so the
+   FSDP average equals the single-process gradient (see `vibe_rl.engine.sharding`);
+3. the per-rank metrics are merged into the single-process metrics;
+4. the generation replica of this rank (a plain copy of the model) gets the new weights, one
+   parameter at a time (`DTensor.full_tensor()`, an all-gather). For a full fine-tune the
+   replica's weights are released during the step, so training never holds both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from vibe_rl.engine.distributed import DistEnv
+from vibe_rl.engine.sharding import merge_metrics, split_batch
+from vibe_rl.extras import require
+
+
+def decoder_layers(model: Any) -> list[Any]:
+    """The transformer blocks to shard one by one (HF's `_no_split_modules` names their class)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    names = set(getattr(base, "_no_split_modules", None) or [])
+    layers = [m for m in model.modules() if type(m).__name__ in names]
+    if not layers:
+        layers = [m for name, mod in model.named_modules() if name.endswith("layers") for m in mod.children()]
+    return layers
+
+
+def _grad_scale_fn() -> Any:
+    torch = require("torch")
+
+    class GradScale(torch.autograd.Function):
+        """Identity forward; multiplies the incoming gradient by `scale` on the way back."""
+
+        @staticmethod
+        def forward(ctx, x, scale):  # type: ignore[override]
+            ctx.scale = scale
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx, grad):  # type: ignore[override]
+            return grad * ctx.scale, None
+
+    return GradScale
+
+
+def run_grpo(trainer: Any, samples: list[Any]) -> tuple[dict[str, float], bool]:
+    """`vibe_rl.rl.grpo.grpo_step` on this rank's samples -> (metrics, applied)."""
+    from vibe_rl.rl.grpo import grpo_step
+
+    return grpo_step(trainer.model, trainer.optimizer, samples, trainer.train_config, pad_id=trainer.pad_id,
+                     device=trainer.env.device, max_len=trainer.max_model_len, ref_model=trainer.ref_model,
+                     version=trainer.version)
+
+
+class ShardedTrainer:
+    """FSDP2-sharded model + AdamW on every rank; `step` is collective (all ranks call it together)."""
+
+    def __init__(self, model: Any, train_config: Any, env: DistEnv, *, pad_id: int, max_model_len: int,
+                 lora: bool = False, ref_model: Any = None):
+        torch = require("torch", "multi-GPU training")
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        self.env, self.train_config, self.lora = env, train_config, lora
+        self.pad_id, self.max_model_len = pad_id, max_model_len
+        self.version = self.step_count = self.nan_skipped_total = 0
+        if getattr(train_config, "gradient_checkpointing", False):
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.config.use_cache = False
+        mesh = init_device_mesh(env.device_type, (env.world_size,))
+        policy = MixedPrecisionPolicy(reduce_dtype=torch.float32)
+        for layer in decoder_layers(model):
+            fully_shard(layer, mesh=mesh, mp_policy=policy)
+        fully_shard(model, mesh=mesh, mp_policy=policy)
+        self.model = model
+        self.ref_model = None
+        if ref_model is not None:  # a frozen full copy for the KL term, sharded the same way
+            ref_model.requires_grad_(False).eval()
+            for layer in decoder_layers(ref_model):
+                fully_shard(layer, mesh=mesh, mp_policy=policy)
+            self.ref_model = fully_shard(ref_model, mesh=mesh, mp_policy=policy)
+        self.model.eval()
+        self.trainable = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW([p for _, p in self.trainable], lr=train_config.lr,
+                                           weight_decay=train_config.weight_decay)
+        self.grad_scale = 1.0
+        scale_fn = _grad_scale_fn()
+
+        def scale_logits(module: Any, args: Any, output: Any) -> Any:
+            if self.grad_scale != 1.0 and torch.is_grad_enabled() and getattr(output, "logits", None) is not None:
+                output.logits = scale_fn.apply(output.logits, self.grad_scale)
+            return output
+
+        self.model.register_forward_hook(scale_logits)
+
+    # ---- one step ---------------------------------------------------------------------------
+
+    def step(self, samples: list[Any], replica: Any = None) -> dict[str, float]:
+        """One GRPO update on the whole batch (every rank passes the same list); then re-sync `replica`."""
+        cfg = self.train_config
+        kl_on = cfg.kl_coef > 0
+        split = split_batch(samples, self.env.world_size, self.max_model_len, cfg.max_samples, kl_on, self.pad_id)
+        mine = split.shards[self.env.rank]
+        local_tokens = sum(s.num_loss_tokens for s in mine)
+        self.grad_scale = self.env.world_size * local_tokens / max(split.total_tokens, 1)
+        with self._replica_released(replica):
+            try:
+                local, _ = run_grpo(self, mine)
+            finally:
+                self.grad_scale = 1.0
+        merged = merge_metrics(self.env.all_gather(local), split, kl_on, self.version)
+        skipped = not (math.isfinite(merged["loss"]) and math.isfinite(merged.get("grad_norm", 0.0)))
+        if skipped:
+            self.nan_skipped_total += 1
+        else:
+            self.step_count += 1
+            self.version += 1
+        merged.update(step=float(self.step_count), version=float(self.version), nan_skipped=float(skipped),
+                      nan_skipped_total=float(self.nan_skipped_total))
+        return merged
+
+    # ---- generation replicas ----------------------------------------------------------------
+
+    def _synced_names(self) -> list[str]:
+        """Parameters a replica must receive: the trainable ones (all of them in a full fine-tune)."""
+        return [n for n, _ in self.trainable]
+
+    @contextlib.contextmanager
+    def _replica_released(self, replica: Any) -> Iterator[None]:
+        """Full fine-tune: drop the replica's weights while training, gather the new ones after."""
+        torch = require("torch")
+        release = replica is not None and not self.lora
+        if release:
+            params = dict(replica.named_parameters())
+            for name in self._synced_names():
+                p = params[name]
+                p.data = torch.empty(0, dtype=p.dtype, device=p.device)
+        try:
+            yield
+        finally:
+            if replica is not None:
+                self.sync_replica(replica)
+
+    def sync_replica(self, replica: Any | None) -> None:
+        """Copy the current weights into `replica` (collective: every rank calls it, replica or not)."""
+        params = dict(replica.named_parameters()) if replica is not None else {}
+        torch = require("torch")
+        with torch.no_grad():
+            for name, p in self.trainable:
+                full = p.full_tensor() if hasattr(p, "full_tensor") else p.detach()
+                if name in params:
+                    target = params[name]
+                    if target.numel() == full.numel():
+                        target.data.copy_(full.to(target.dtype).view_as(target))
+                    else:
+                        target.data = full.to(device=target.device, dtype=target.dtype).clone()
+
+    # ---- checkpoints --------------------------------------------------------------------------
+
+    def full_optimizer_state(self) -> dict[str, Any]:
+        """The optimizer state keyed by parameter name, gathered on rank 0's CPU (collective)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+        return get_optimizer_state_dict(self.model, self.optimizer,
+                                        options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+
+    def load_full(self, weights: dict[str, Any] | None, optimizer_state: dict[str, Any] | None,
+                  has_optimizer: bool) -> None:
+        """Shard full state dicts that rank 0 holds (others pass None) onto every rank (collective)."""
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_model_state_dict,
+            set_optimizer_state_dict,
+        )
+
+        options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True, strict=False)
+        set_model_state_dict(self.model, weights or {}, options=options)
+        if has_optimizer:
+            set_optimizer_state_dict(self.model, self.optimizer, optimizer_state or {}, options=options)
