@@ -1,0 +1,81 @@
+"""Offline planner rules of the turn_based family (loaded by file path; `build(facts, manifest) -> TaskSpec`).
+
+Only the generic numbers are planned (players, turn limit, model, GPUs, training sizes, reward); the game's
+own rules cannot be read offline: they are quoted into the project (spec.md, game_rules.py's docstring) for
+a person or an LLM to write. Every number of the rules therefore stays in `unparsed`, on purpose.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, training
+from vibe_rl.planner.facts import Facts, Found
+from vibe_rl.planner.text import NUM, to_int
+from vibe_rl.scaffold.families import Manifest
+from vibe_rl.schema.job import StaticModel
+from vibe_rl.schema.spec import Constraints, Mode, Server, TaskSpec, Team
+
+PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人对战|人游戏)"
+TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋))"
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+
+
+def _found(facts: Facts, pattern: str) -> Found | None:
+    m = facts.src.search(pattern, mark=False)
+    return Found(to_int(next(g for g in m.groups() if g)), *m.span()) if m else None
+
+
+def title_of(text: str) -> str:
+    """The game's name: a quoted or capitalised name after 'for'/'play', else the family default."""
+    m = re.search(r"(?:for|play(?:s|ing)?|learns?)\s+(?:the game\s+)?[\"'“]?([A-Z][\w' -]{2,40}?)[\"'”]?(?=\s*[(,.;:\n]|\s+with)",
+                  text)
+    return m.group(1).strip() if m and not CJK.search(m.group(1)) else "Turn-based game"
+
+
+def build(facts: Facts, manifest: Manifest) -> TaskSpec:
+    notes: list[str] = list(facts.notes)
+    notes.append("turn_based skeleton: the game's rules are not planned. Write them in game_rules.py (the "
+                 "functions marked WRITE) and its tests in test_game_rules.py; spec.md holds the spec.")
+    text = facts.text.strip()
+    quote = text.replace("\\", "/").replace('"""', "'''")  # safe inside the docstring
+    game = {"title": title_of(text), "spec_text": text, "spec_quote": "" if CJK.search(text) else quote}
+    game_parameter(facts, game, "num_players", _found(facts, PLAYERS), notes, manifest, "player count")
+    game_parameter(facts, game, "max_turns", _found(facts, TURNS), notes, manifest, "turn limit")
+    game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
+    model_path = facts.use(first) or "tiny"
+    if first is None:
+        notes.append("No base model path found: using the tiny offline model ('tiny').")
+    g = facts.gpus
+    gpus = facts.use(g.mode_per_server.get("agent_roll")) or facts.use(g.per_server) or facts.use(g.total)
+    if gpus is None:
+        gpus = 1
+        notes.append("No GPU count given: using 1.")
+    port = facts.use(facts.ports[0] if facts.ports else None)
+    if port is None:
+        port = 10086
+        notes.append("No port given: server1 on 10086.")
+    if facts.static_models:
+        opponent = facts.static_models[0][1]
+    else:
+        opponent = StaticModel(name="opponent")
+        notes.append("No opponent model named: the opponent seats play 'opponent', a frozen local copy of the "
+                     "trainable model.")
+    teams = [Team(name="learners", roles=["learner"], model="server1"),
+             Team(name="opponents", roles=["opponent"], model=opponent.name)]
+    modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
+                                       servers=["server1"], rewarded={"server1": "learners"},
+                                       gpus={"server1": gpus})], notes)
+    return TaskSpec(
+        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
+        title=f"{game['title']}: GRPO for one learner seat",
+        description=(f"Train the learner seat of {game['title']} ({model_path}) against opponents played by "
+                     f"{opponent.name}; the rules are in game_rules.py."),
+        gpus=facts.use(g.total) or gpus, game=manifest.resolve_parameters(game), teams=teams,
+        servers=[Server(name="server1", port=port, model_path=model_path, gpus=gpus, config="config.yaml",
+                        url_env="VIBE_RL_SWARM_URL", static_models=[opponent.name])],
+        static_models=[opponent], training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes,
+        reward=reward(facts, notes), constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=False),
+        notes=notes,
+    )

@@ -1,0 +1,119 @@
+"""The turn_based family: an unknown game is refused offline with a pointer to `--family turn_based`, which
+renders a skeleton whose rules tests pass, doctor is clean, and one episode plays on a real swarm server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from helpers.ports import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
+SEED = REPO / "templates" / "turn_based" / "examples" / "seed_prompt.en.md"
+ZH = "训练一个玩“抢三十”的智能体：4 名玩家轮流报数，每次报 1 到 2 个数，谁先报到 30 谁赢。使用 2 张卡，batch size 4。"
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_unknown_game_is_refused_and_names_the_skeleton(tmp_path):
+    done = run(VIBE_RL, "new", ZH, "--planner", "offline", cwd=tmp_path)
+    assert done.returncode != 0 and "--family turn_based" in done.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_skeleton_renders_passes_its_tests_and_doctor(tmp_path):
+    done = run(VIBE_RL, "new", "--spec-file", str(SEED), "--family", "turn_based", "--planner", "offline",
+               "--out", "p", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    project = tmp_path / "p"
+    spec = json.loads((project / "task_spec.json").read_text())
+    assert spec["game"]["num_players"] == 3 and spec["game"]["title"] == "Last Stone"
+    assert spec["servers"][0]["model_path"] == "Qwen/Qwen2.5-1.5B-Instruct"
+    assert (spec["training"]["batch_size"], spec["training"]["grpo_n"], spec["gpus"]) == (8, 4, 1)
+    assert "takes 1, 2 or 3 stones" in (project / "game_rules.py").read_text()  # the spec, quoted
+    assert "# ---- WRITE:" in (project / "game_rules.py").read_text()
+    tests = run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_game_rules.py", cwd=project)
+    assert tests.returncode == 0, tests.stdout
+    doctor = run(VIBE_RL, "doctor", str(project), cwd=tmp_path)
+    assert doctor.returncode == 0 and "0 error(s), 0 warning(s)" in doctor.stdout, doctor.stdout
+
+
+def test_chinese_spec_goes_to_spec_md_not_into_code(tmp_path):
+    done = run(VIBE_RL, "new", ZH, "--family", "turn_based", "--planner", "offline", "--out", "p", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    project = tmp_path / "p"
+    assert ZH in (project / "spec.md").read_text() and "spec.md" in (project / "game_rules.py").read_text()
+    spec = json.loads((project / "task_spec.json").read_text())
+    assert (spec["game"]["num_players"], spec["gpus"], spec["training"]["batch_size"]) == (4, 2, 4)
+    assert any("30" in clause for clause in spec["unparsed"])  # the game's own numbers are the rules' job
+    assert run(VIBE_RL, "doctor", str(project), cwd=tmp_path).returncode == 0
+
+
+DRIVER = """
+import json, sys
+from vibe_rl.swarm import SwarmClient, Task, TrainJob
+from agent_run import run_episode
+swarm = SwarmClient(sys.argv[1])
+swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml("config_cpu.yaml"), verbose=False)
+game = json.load(open("mock_game_dataset.json"))[0]
+task = Task(task_id=str(game["seed"]), metadata=game)
+episode_uuid, creds = swarm.begin_episode(discard_episode_timeout=600)
+output = run_episode(task, creds, seed=1)
+swarm.end_episode(task, episode_uuid, output)
+calls = [c for c in swarm.get_traces(limit=1000)["calls"] if c["episode_uuid"] == episode_uuid]
+print(json.dumps({"output": output.model_dump(), "calls": calls}))
+"""
+
+
+@pytest.mark.slow
+def test_one_episode_on_a_real_swarm_server(tmp_path, tiny_model_dir):
+    done = run(VIBE_RL, "new", "--spec-file", str(SEED), "--family", "turn_based", "--planner", "offline",
+               "--out", "p", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    project = tmp_path / "p"
+    job = yaml.safe_load((project / "config.yaml").read_text())
+    job["model"].update(path="tiny", max_model_len=2048)
+    job["train"].update(batch_size=1, grpo_n=1)
+    (project / "config_cpu.yaml").write_text(yaml.safe_dump(job))
+    port, env = free_port(), {**os.environ, "VIBE_RL_MAX_TOKENS": "16", "PYTHONUNBUFFERED": "1"}
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen([VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny",
+                               "--config", str(project / "config_cpu.yaml"), "--experiment-dir", str(tmp_path / "exp")], stdout=log, stderr=subprocess.STDOUT,
+                              env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None, (tmp_path / "server.log").read_text()
+            time.sleep(0.2)
+        done = subprocess.run([sys.executable, "-c", DRIVER, url], cwd=project, capture_output=True, text=True,
+                              timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-4000:] + (tmp_path / "server.log").read_text()[-4000:]
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    meta = result["output"]["metadata"]
+    assert meta["winner"] == [] or len(meta["winner"]) == 1
+    assert result["output"]["reward"] == (1.0 if meta["learner"] in meta["winner"] else 0.0)
+    routes = {(c["player"].split(":")[0], c["static"]) for c in result["calls"]}
+    assert routes == {("learner", False), ("opponent", True)}, result["calls"][:3]  # learner trains, others do not
+    assert meta["turns"] >= 1 and 0 <= meta["fallbacks"] <= meta["turns"]
