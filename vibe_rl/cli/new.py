@@ -39,6 +39,9 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Plan only: print the TaskSpec, write nothing."),
         as_json: bool = typer.Option(False, "--json", help="Print the TaskSpec as JSON."),
         force: bool = typer.Option(False, "--force", help="Overwrite files in a non-empty --out folder."),
+        rules_rounds: int = typer.Option(
+            3, "--rules-rounds", min=1, help="With --family turn_based and an LLM planner: rounds the LLM gets to "
+            "write game_rules.py and its tests until they, the imports and doctor pass."),
     ) -> None:
         """Turn a spec into a reviewable training project (game rules, agent_run/agent_roll, config, tests).
 
@@ -69,4 +72,13 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {len(files)} files to {target}:")
             for path in files:
                 typer.echo(f"  {path.relative_to(target)}")
+        if task.family == "turn_based" and plan_file is None and used != "offline":
+            from vibe_rl.planner.rules_writer import chat_for, write_rules
+
+            write_rules(target, spec, chat_for(used), max_rounds=rules_rounds,
+                        log=lambda line: typer.echo(line, err=as_json))
+        elif task.family == "turn_based" and not as_json:
+            typer.echo(f"next: write the rules in {target / 'game_rules.py'} (functions marked WRITE) and their "
+                       "tests, or rerun with --planner openai|anthropic to have an LLM write them")
+        if not as_json:
             typer.echo(f"next: vibe-rl doctor {target} && vibe-rl run {target}")

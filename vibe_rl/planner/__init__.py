@@ -47,14 +47,12 @@ def get_planner(name: str = "auto", **kwargs) -> Planner:
 
 
 def plan(text: str, planner: str = "auto", name: str | None = None, family: str | None = None) -> TaskSpec:
-    """Plan `text`; `name` overrides the project slug; `family` skips keyword matching (offline rules of that
-    family, or for an LLM planner with `turn_based`, the rules-writing loop)."""
-    if family is not None and resolve(planner) == "offline":
+    """Plan `text`; `name` overrides the project slug; `family` skips keyword matching and applies that family's
+    offline rules (for `turn_based` with an LLM planner, `vibe-rl new` then lets the LLM write the game's rules)."""
+    if family is not None:  # the family's own rules fill the numbers (an LLM may then write turn_based rules)
         from vibe_rl.planner.offline import OfflinePlanner
 
         spec = OfflinePlanner().plan(text, family=family)
-    elif family is not None:
-        spec = get_planner(planner).plan(text, family=family)
     else:
         spec = get_planner(planner).plan(text)
     return _renamed(spec, name)

@@ -19,8 +19,10 @@ INSTRUCTIONS = """You turn a researcher's description of an RL training task int
 matches the given JSON schema exactly. Pick `family` from the template families below; copy the structure of
 the family's example and change only what the description asks for (model path, GPUs, batch size, group size,
 which team plays which model, static opponent models with their base_url and api_key_env, reward). Keep
-server names, mode names, scripts and roles as in the example. If the description fits none of the families,
-answer {"family": "none", "notes": ["<why>"]} instead of forcing one. Answer with the JSON object only."""
+server names, mode names, scripts and roles as in the example; leave out a mode the description excludes.
+Never invent a value: write every default you pick into `notes`, and copy into `unparsed` each clause whose
+number, path, env var or model name you could not place in the TaskSpec. If the description fits none of the
+families, answer {"family": "none", "notes": ["<why>"]} instead of forcing one. Answer with the JSON object only."""
 
 
 def system_prompt() -> str:
@@ -28,6 +30,8 @@ def system_prompt() -> str:
 
     parts = [INSTRUCTIONS, "", "Template families:"]
     for manifest in list_families():
+        if not manifest.keywords:  # chosen only with --family (turn_based)
+            continue
         parts.append(f"\n## {manifest.name}\n{manifest.description}\nroles: {manifest.roles}\nparameters: "
                      + json.dumps({k: p.model_dump() for k, p in manifest.parameters.items()}))
         for example in manifest.examples[:1]:
