@@ -14,6 +14,8 @@ import time
 import pytest
 from helpers.scripted_api import ScriptedAPI
 
+from vibe_rl.autopilot import identity
+
 from .conftest import VIBE_RL, report_of, run_cli
 
 pytestmark = pytest.mark.slow
@@ -31,8 +33,9 @@ def test_new_then_run_reaches_the_first_weight_update(project, base_env):
     assert res.returncode == 0, out[-4000:]
     rep = report_of(project)
     assert rep["outcome"] == "success" and rep["global_step"] >= 1
-    assert rep["seconds_to_first_step"] > 0 and "time from start to the first weight update" in out
-    short = json.loads((project / "task_spec.json").read_text())["short_name"]
+    assert rep["seconds_to_first_step"] > 0 and "time from start to this run's first weight update" in out
+    assert rep["start_steps"] == {"server1": 0} and rep["new_updates"]["server1"] >= 1
+    short = json.loads((project / "task_spec.json").read_text())["short_name"] + "-" + identity.key(project)
     assert rep["sessions"] == [f"{short}-swarm-server", f"{short}-swarm-client"]
     assert f"attach -t {short}-swarm-server" in out and "vibe-rl swarm overwatch --url http://127.0.0.1:" in out
     assert "tiny" in out  # the CPU note is visible
@@ -113,8 +116,11 @@ def test_fix_loop_refuses_outside_edit_then_fixes_commits_and_reaches_step_one(p
     # the LLM saw the failure and the file it names
     prompt = llm.requests[0]["messages"][1]["content"]
     assert "NameError" in prompt and "describ" in prompt and "# agent_run.py" in prompt
-    log = subprocess.run(["git", "log", "--format=%B"], cwd=project, capture_output=True, text=True).stdout
-    assert "autopilot fix: typo: describ() is describe()" in log and "NameError" in log
+    patches = sorted((project / "logs" / "fixes").glob("*.patch"))  # a refused answer writes none
+    assert [p.name for p in patches] == ["001-traceback.patch"]
+    patch = patches[0].read_text()
+    assert "autopilot fix: typo: describ() is describe()" in patch and "NameError" in patch and good in patch
+    assert not (project / ".git").exists()  # the fix loop never creates a repository
     # the key went to the LLM server, never to our output or logs
     assert "sk-test-secret" not in out
     assert all("sk-test-secret" not in p.read_text(errors="replace") for p in (project / "logs").iterdir())
@@ -125,7 +131,7 @@ def test_sigterm_with_stop_ends_the_sessions(project, base_env):
     proc = subprocess.Popen([VIBE_RL, "run", str(project), "--until", "steps:1000", "--timeout", "300", "--stop"],
                             env=base_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     short = json.loads((project / "task_spec.json").read_text())["short_name"]
-    client = f"{short}-swarm-client"
+    client = f"{short}-{identity.key(project)}-swarm-client"
     sock = base_env["VIBE_RL_TMUX_SOCKET"]
     deadline = time.monotonic() + 240
     while subprocess.run(["tmux", "-L", sock, "has-session", "-t", f"={client}"], capture_output=True).returncode:

@@ -41,6 +41,10 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"[vibe-rl] the run process (pid {state.pid}) ended without an outcome (killed?); "
                        f"its output: {state.log or 'the terminal that started it'}")
         typer.echo(state.progress())
+        for name, prog in state.servers.items():
+            typer.echo(f"  {name}: {prog.url} (tmux session {prog.session})")
+        if state.sessions:
+            typer.echo("  tmux sessions: " + ", ".join(state.sessions))
         if state.last_line:
             typer.echo(f"  last output: {state.last_line}")
         report = project / "logs" / "autopilot-report.json"
@@ -61,11 +65,15 @@ def _live(state) -> list[str]:
     """What the project's servers say now (they keep training after a run without --stop)."""
     import httpx
 
+    from vibe_rl.swarm.auth import client_token
+
     lines = []
     with httpx.Client(timeout=2.0, trust_env=False) as http:
         for name, prog in state.servers.items():
             try:
-                st = http.get(f"{prog.url}/control/status").json()
+                token = client_token(prog.url)  # the admin token the server registered for its port
+                st = http.get(f"{prog.url}/control/status",
+                              headers={"Authorization": f"Bearer {token}"} if token else {}).json()
             except (httpx.HTTPError, ValueError):
                 continue
             pool = st.get("pool") or {}
