@@ -221,6 +221,11 @@ class Doctor:
         self.check_sizes(spec)
         if spec is not None:
             check_plan(self, spec)
+        # hand-written projects: schema errors, a family with no template
+        from vibe_rl.scaffold import handwritten
+
+        handwritten.check_spec_file(self, self.root)
+        handwritten.check_family(self, spec)
         self.check_wiring(spec)
         self.check_user_tags()
         return self.findings
