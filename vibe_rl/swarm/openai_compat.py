@@ -1,0 +1,82 @@
+"""What the local engines serve of an OpenAI request: every field is served, refused (400), or ignored.
+
+docs/openai-compat.md is the table; this module enforces its "refused" rows, so no request that asks
+for something the engine cannot do is answered as if it had been done. Fields of neither list that a
+client sends anyway are ignored and named in the response's `vibe_ignored_fields`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest, CompletionRequest
+
+# Accepted and deliberately without effect on a local engine (they tune hosted services).
+IGNORED = {"store", "metadata", "service_tier", "parallel_tool_calls", "prompt_cache_key", "safety_identifier",
+           "reasoning_effort", "verbosity", "prediction", "modalities"}
+# Fields this server cannot honour: a request that sets them is refused with the reason.
+REFUSED_EXTRA = {
+    "functions": "the deprecated `functions` field is not served; pass `tools` instead",
+    "function_call": "the deprecated `function_call` field is not served; pass `tools`/`tool_choice` instead",
+    "audio": "audio output is not served (text models only)",
+    "web_search_options": "web search is not served",
+}
+NO_CONSTRAINTS = ("this server samples without constrained decoding, and an unconstrained answer would be recorded "
+                  "and trained on as if it obeyed the constraint")
+
+
+def _refuse(param: str, message: str) -> ApiError:
+    return ApiError(400, f"{param}: {message}.", code="unsupported_parameter", param=param)
+
+
+def _common(req: ChatCompletionRequest | CompletionRequest) -> list[str]:
+    if req.presence_penalty:
+        raise _refuse("presence_penalty", "only 0 is served (penalties would change the sampling distribution "
+                                          "that the recorded logprobs describe)")
+    if req.frequency_penalty:
+        raise _refuse("frequency_penalty", "only 0 is served (penalties would change the sampling distribution "
+                                           "that the recorded logprobs describe)")
+    if req.logit_bias:
+        raise _refuse("logit_bias", "only an empty logit_bias is served (a bias would change the sampling "
+                                    "distribution that the recorded logprobs describe)")
+    extra = dict(req.model_extra or {})
+    for name, why in REFUSED_EXTRA.items():
+        if extra.get(name) not in (None, [], {}):
+            raise _refuse(name, why)
+    if extra.get("modalities") not in (None, ["text"]):
+        raise _refuse("modalities", "only ['text'] is served")
+    return sorted(k for k in extra if k not in IGNORED and k not in REFUSED_EXTRA)
+
+
+def check_chat(req: ChatCompletionRequest) -> list[str]:
+    """Raise ApiError(400) for what a local engine cannot serve; return the names of unknown fields."""
+    kind = (req.response_format or {}).get("type", "text")
+    if kind != "text":
+        raise _refuse("response_format", f"type '{kind}' is not supported: {NO_CONSTRAINTS}. Ask for JSON in "
+                                         "the prompt and parse it in your client, or use response_format "
+                                         "{'type': 'text'}")
+    choice = req.tool_choice
+    if isinstance(choice, dict) or choice == "required":
+        what = "'required'" if choice == "required" else "a named function"
+        raise _refuse("tool_choice", f"{what} is not supported: {NO_CONSTRAINTS}. Use 'auto' (the model may "
+                                     "answer in text; check message.tool_calls) or 'none'")
+    if choice not in (None, "auto", "none"):
+        raise _refuse("tool_choice", f"unknown value {choice!r}; use 'auto' or 'none'")
+    if req.top_logprobs and not req.logprobs:
+        raise _refuse("top_logprobs", "needs logprobs: true")
+    return _common(req)
+
+
+def check_completion(req: CompletionRequest) -> list[str]:
+    if req.echo:
+        raise _refuse("echo", "only false is served; the prompt is in your hands already")
+    if req.suffix:
+        raise _refuse("suffix", "fill-in-the-middle is not served")
+    if req.best_of not in (None, 1, req.n):
+        raise _refuse("best_of", "only best_of equal to n (or 1) is served; rank the n choices yourself")
+    return _common(req)
+
+
+def cap_fields(asked: int | None, cap: int) -> dict[str, Any]:
+    """The cap on a call's max_tokens (rollout.max_tokens), stated in every response's usage."""
+    return {"max_tokens_cap": cap, "max_tokens_clamped": bool(asked and asked > cap)}
