@@ -1,8 +1,10 @@
 """One `/v1/chat/completions` call on a local engine: render, generate, answer.
 
-The response is an OpenAI chat completion (a dict, or an SSE stream of chunks
-when `stream: true`). Each choice also becomes a `TurnRecord` with the prompt
-ids, the engine's response ids and logprobs, and the weight version.
+The response is an OpenAI chat completion (a dict), or with `stream: true` an
+SSE stream whose chunks leave as the engine samples the tokens (see
+`vibe_rl.swarm.stream`; `ChatResult.finished` resolves when generation ends).
+Each choice also becomes a `TurnRecord` with the prompt ids, the engine's
+response ids and logprobs, and the weight version.
 """
 
 from __future__ import annotations
@@ -17,30 +19,37 @@ from typing import Any
 from vibe_rl.schema import RolloutConfig
 from vibe_rl.swarm.chat import PrefixCache, parse_tool_calls, render_text, trim_stop
 from vibe_rl.swarm.pool import TurnRecord
+from vibe_rl.swarm.openai_compat import cap_fields, check_chat
 from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
+from vibe_rl.swarm.stream import TokenFeed, chat_events
 
 
 @dataclass
 class ChatResult:
     body: Any  # dict, or an async iterator of SSE bytes
     turns: list[TurnRecord]
+    # Streaming: resolves (to the complete body) once generation ends; `turns` are filled in by then.
+    finished: asyncio.Future | None = None
 
 
-def sampling_for(req: ChatCompletionRequest, rollout: RolloutConfig, room: int):
-    """rollout.max_tokens is both the default and the upper bound of a call's max_tokens."""
+def sampling_for(req: Any, rollout: RolloutConfig, room: int):
+    """rollout.max_tokens is both the default and the upper bound of a call's max_tokens (a larger
+    request is clamped; usage.max_tokens_cap / max_tokens_clamped say so)."""
     from vibe_rl.engine.base import SamplingParams
 
-    asked = req.max_completion_tokens or req.max_tokens or rollout.max_tokens
+    asked = getattr(req, "max_completion_tokens", None) or req.max_tokens or rollout.max_tokens
+    top_logprobs = (req.top_logprobs or 0) if isinstance(req, ChatCompletionRequest) else (req.logprobs or 0)
     return SamplingParams(
         temperature=rollout.temperature if req.temperature is None else req.temperature,
         top_p=rollout.top_p if req.top_p is None else req.top_p,
         max_tokens=max(1, min(asked, rollout.max_tokens, room)),
-        stop=req.stop_list(), seed=req.seed)
+        stop=req.stop_list(), seed=req.seed, top_logprobs=top_logprobs)
 
 
 async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutConfig, model_name: str,
                       timing: dict[str, Any], static: bool = False, enter=None, exit_=None,
                       prefixes: PrefixCache | None = None) -> ChatResult:
+    ignored = check_chat(req)
     messages = [m.model_dump(exclude_none=True) for m in req.messages]
     prompt_text, prompt_ids = await asyncio.to_thread(_tokenize, engine, messages, req, prefixes)  # off the loop
     room = engine.max_model_len - len(prompt_ids)
@@ -49,18 +58,58 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
                             f"prompt has {len(prompt_ids)} tokens. Shorten the messages (e.g. keep only recent "
                             "turns) or raise model.max_model_len.", code="context_length_exceeded", param="messages")
     sampling = sampling_for(req, rollout, room)
+    feed = TokenFeed() if req.stream else None
+    if enter:  # now, so a weight update waits for this call even before its generation task runs
+        enter()
+    gens_of = submit(engine, [prompt_ids], sampling, req.n, timing, feed, exit_=exit_)
+
+    async def finish() -> dict[str, Any]:
+        gens = await gens_of
+        body, turns = _chat_body(engine, req, gens, messages, prompt_text, prompt_ids, sampling, model_name,
+                                 static, prefixes)
+        body["usage"].update(cap_fields(req.max_completion_tokens or req.max_tokens, rollout.max_tokens))
+        if ignored:
+            body["vibe_ignored_fields"] = ignored
+        result.turns.extend(turns)
+        return body
+
+    result = ChatResult(None, [])
+    if feed is None:
+        result.body = await finish()
+        return result
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model_name, "system_fingerprint": f"v{getattr(engine, 'version', 0)}"}
+    result.finished = asyncio.ensure_future(finish())
+    result.body = chat_events(feed, result.finished, engine.tokenizer, base, req.n, req.stop_list(),
+                              _tools_on(req), req.logprobs, req.top_logprobs or 0,
+                              bool(req.stream_options and req.stream_options.include_usage))
+    return result
+
+
+def _tools_on(req: ChatCompletionRequest) -> bool:
+    return bool(req.tools) and req.tool_choice != "none"
+
+
+async def submit(engine: Any, prompts: list[list[int]], sampling: Any, n: int, timing: dict[str, Any],
+                 feed: TokenFeed | None = None, enter=None, exit_=None) -> list[Any]:
+    """n completions of every prompt (choice index = prompt * n + j), awaited together; the engine
+    accounting (enter/exit) spans exactly the generation. With a feed, tokens stream into it."""
     t_submit = time.perf_counter()
     done_at: list[float] = []
     if enter:
         enter()
     try:
         futures = []
-        for i in range(req.n):
-            s = sampling if (req.n == 1 or sampling.seed is None) else type(sampling)(
-                **{**sampling.__dict__, "seed": (sampling.seed + i + 2**63) % 2**64 - 2**63})  # stays an int64
-            fut = engine.submit(prompt_ids, s)
-            fut.add_done_callback(lambda _f: done_at.append(time.perf_counter()))
-            futures.append(asyncio.wrap_future(fut))
+        for p, prompt_ids in enumerate(prompts):
+            for j in range(n):
+                s = sampling if (n == 1 or sampling.seed is None) else type(sampling)(
+                    **{**sampling.__dict__, "seed": (sampling.seed + j + 2**63) % 2**64 - 2**63})  # stays an int64
+                index = p * n + j
+                fut = engine.submit(prompt_ids, s, on_token=feed.on_token(index) if feed else None)
+                fut.add_done_callback(lambda _f: done_at.append(time.perf_counter()))
+                if feed:
+                    fut.add_done_callback(feed.on_done(index))
+                futures.append(asyncio.wrap_future(fut))
         try:
             gens = [await futures[0]] if len(futures) == 1 else await asyncio.gather(*futures)
         except ValueError as exc:  # SequenceTooLongError and bad sampling are ValueErrors
@@ -69,9 +118,24 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
         if exit_:
             exit_()
     timing["engine_s"] = timing.get("engine_s", 0.0) + (max(done_at) if done_at else time.perf_counter()) - t_submit
+    return gens
 
-    tools_on = bool(req.tools) and req.tool_choice != "none"
-    stop = req.stop_list()
+
+def logprobs_content(tokenizer: Any, gen: Any) -> list[dict[str, Any]]:
+    """OpenAI `logprobs.content`: each sampled token, its logprob, and its top alternatives if asked for."""
+    def entry(token_id: int, logprob: float) -> dict[str, Any]:
+        token = tokenizer.convert_ids_to_tokens(token_id)
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
+
+    tops = gen.top_logprobs or [[] for _ in gen.token_ids]
+    return [{**entry(t, lp), "top_logprobs": [entry(a, alp) for a, alp in top]}
+            for t, lp, top in zip(gen.token_ids, gen.logprobs, tops, strict=True)]
+
+
+def _chat_body(engine: Any, req: ChatCompletionRequest, gens: list[Any], messages: list[dict[str, Any]],
+               prompt_text: str, prompt_ids: list[int], sampling: Any, model_name: str, static: bool,
+               prefixes: PrefixCache | None) -> tuple[dict[str, Any], list[TurnRecord]]:
+    tools_on, stop = _tools_on(req), req.stop_list()
     choices, turns = [], []
     completion_tokens = 0
     for i, gen in enumerate(gens):
@@ -87,9 +151,7 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
         choice: dict[str, Any] = {"index": i, "message": message, "logprobs": None,
                                   "finish_reason": "tool_calls" if calls else gen.finish_reason}
         if req.logprobs:
-            choice["logprobs"] = {"content": [
-                {"token": tok, "logprob": lp, "bytes": list(tok.encode("utf-8")), "top_logprobs": []}
-                for tok, lp in zip(engine.tokenizer.convert_ids_to_tokens(gen.token_ids), gen.logprobs, strict=True)]}
+            choice["logprobs"] = {"content": logprobs_content(engine.tokenizer, gen)}
         choices.append(choice)
         completion_tokens += len(gen.token_ids)
         turns.append(TurnRecord(prompt_ids=prompt_ids, response_ids=list(gen.token_ids),
@@ -101,9 +163,7 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
             "model": model_name, "choices": choices, "system_fingerprint": f"v{getattr(engine, 'version', 0)}",
             "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens,
                       "total_tokens": len(prompt_ids) + completion_tokens}}
-    if req.stream:
-        return ChatResult(sse_chunks(body, bool(req.stream_options and req.stream_options.include_usage)), turns)
-    return ChatResult(body, turns)
+    return body, turns
 
 
 def _tokenize(engine: Any, messages: list[dict[str, Any]], req: ChatCompletionRequest,

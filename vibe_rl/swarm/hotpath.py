@@ -84,9 +84,17 @@ async def chat(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
     return await serving.chat(body, _credential(scope), _header(scope, b"x-player"), timing)
 
 
+async def completions(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
+    from vibe_rl.swarm.completions import complete
+    from vibe_rl.swarm.protocol import CompletionRequest
+
+    return await complete(serving, _parse(CompletionRequest, raw), _credential(scope), _header(scope, b"x-player"),
+                          timing)
+
+
 Handler = Callable[[Any, dict, bytes, dict], Awaitable[Any]]
 ROUTES: dict[str, Handler] = {"/episode/begin": begin, "/episode/end": end, "/episode/abort": abort,
-                              "/v1/chat/completions": chat}
+                              "/v1/chat/completions": chat, "/v1/completions": completions}
 
 
 async def _send_error(send: Any, err: ApiError, extra: list[tuple[bytes, bytes]] = ()) -> None:
@@ -177,7 +185,7 @@ class HotPath:
             return
         await send({"type": "http.response.start", "status": status, "headers": [
             (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"), *headers]})
-        async for chunk in result:  # an SSE stream of a finished completion
+        async for chunk in result:  # SSE chunks, sent as the engine samples the tokens
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
 

@@ -41,14 +41,16 @@ class StreamOptions(BaseModel):
 
 
 class ChatCompletionRequest(BaseModel):
-    """`POST /v1/chat/completions`. Unknown OpenAI parameters are accepted and ignored."""
+    """`POST /v1/chat/completions`. docs/openai-compat.md says, field by field, what is served, refused
+    (400) or ignored; `vibe_rl.swarm.openai_compat` enforces it."""
 
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(description="The served trainable model name, or a configured static model name")
     messages: list[ChatMessage] = Field(min_length=1, description="The conversation so far")
     tools: list[dict[str, Any]] | None = Field(default=None, description="OpenAI function tools")
-    tool_choice: str | dict[str, Any] | None = Field(default=None, description="'none' hides the tools")
+    tool_choice: str | dict[str, Any] | None = Field(
+        default=None, description="'auto' or 'none' ('none' hides the tools); 'required' and named functions are refused")
     stream: bool = Field(default=False, description="Answer as server-sent events")
     stream_options: StreamOptions | None = Field(default=None, description="Streaming options")
     n: int = Field(default=1, ge=1, le=64, description="Completions per call")
@@ -59,8 +61,46 @@ class ChatCompletionRequest(BaseModel):
     stop: str | list[str] | None = Field(default=None, description="Stop strings")
     seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1, description="Sampling seed (an int64)")
     logprobs: bool = Field(default=False, description="Return per-token logprobs")
-    top_logprobs: int | None = Field(default=None, ge=0, le=20, description="Accepted; only 0 is served")
+    top_logprobs: int | None = Field(default=None, ge=0, le=20, description="Most likely tokens per position "
+                                     "(needs logprobs: true)")
     user: str | None = Field(default=None, description="Player tag, e.g. 'spy:player_3' (recorded)")
+    response_format: dict[str, Any] | None = Field(
+        default=None, description="{'type': 'text'} only; json_object and json_schema are refused (no constrained "
+                                  "decoding)")
+    presence_penalty: float | None = Field(default=None, description="Only 0 is served")
+    frequency_penalty: float | None = Field(default=None, description="Only 0 is served")
+    logit_bias: dict[str, float] | None = Field(default=None, description="Only empty is served")
+
+    def stop_list(self) -> list[str]:
+        if self.stop is None:
+            return []
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+
+
+class CompletionRequest(BaseModel):
+    """`POST /v1/completions` (legacy text completions) on the trainable model; see docs/openai-compat.md."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(description="The served trainable model name")
+    prompt: str | list[str] | list[int] | list[list[int]] = Field(
+        description="Text, token ids, or a list of either (one choice group per prompt)")
+    stream: bool = Field(default=False, description="Answer as server-sent events")
+    stream_options: StreamOptions | None = Field(default=None, description="Streaming options")
+    n: int = Field(default=1, ge=1, le=64, description="Completions per prompt")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature")
+    top_p: float | None = Field(default=None, gt=0, le=1, description="Nucleus sampling mass")
+    max_tokens: int | None = Field(default=None, ge=1, description="Cap on generated tokens")
+    stop: str | list[str] | None = Field(default=None, description="Stop strings")
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1, description="Sampling seed (an int64)")
+    logprobs: int | None = Field(default=None, ge=0, le=20, description="Return logprobs with this many top tokens")
+    echo: bool = Field(default=False, description="Only false is served")
+    suffix: str | None = Field(default=None, description="Refused (no fill-in-the-middle)")
+    best_of: int | None = Field(default=None, ge=1, description="Only 1 (or n) is served")
+    presence_penalty: float | None = Field(default=None, description="Only 0 is served")
+    frequency_penalty: float | None = Field(default=None, description="Only 0 is served")
+    logit_bias: dict[str, float] | None = Field(default=None, description="Only empty is served")
+    user: str | None = Field(default=None, description="Player tag (recorded)")
 
     def stop_list(self) -> list[str]:
         if self.stop is None:

@@ -82,6 +82,16 @@ async def models(request: Request) -> Response:
     return _json(_serving(request).models())
 
 
+@openai.get("/models/{model_id:path}")
+async def model(request: Request, model_id: str) -> Response:
+    listed = _serving(request).models()["data"]
+    for card in listed:
+        if card["id"] == model_id:
+            return _json(card)
+    raise ApiError(404, f"The model '{model_id}' does not exist on this server. Served models: "
+                        f"{[c['id'] for c in listed]}.", code="model_not_found", param="model")
+
+
 misc = APIRouter()
 
 

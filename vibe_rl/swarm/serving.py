@@ -447,6 +447,7 @@ class SwarmServing(UpdateLoop):
             raise ApiError(404, f"The model '{req.model}' does not exist on this server. Served models: {names}. "
                                 "Use OpenaiBaseUrlAndApiKey.model for the trainable model, or add a static_models "
                                 "entry to the job for an opponent.", code="model_not_found", param="model")
+        result = None
         ep.last_activity = time.monotonic()
         ep.inflight += 1
         try:
@@ -456,16 +457,26 @@ class SwarmServing(UpdateLoop):
                 await self.wait_rolling()
                 result = await generate.run(self, req, timing, ep.prefixes)
         finally:
-            ep.inflight -= 1
-            ep.last_activity = time.monotonic()
+            if result is None or result.finished is None:
+                self.record_call(ep, req.model, player, static is not None, result.turns if result else None)
+        if result.finished is not None:  # a stream: the call (and its turns) end when generation ends
+            result.finished.add_done_callback(
+                lambda _f: self.record_call(ep, req.model, player, static is not None, result.turns))
+        return result.body
+
+    def record_call(self, ep: Episode, model: str, player: str | None, static: bool,
+                    turns: list[TurnRecord] | None) -> None:
+        """A call of `ep` has ended: its turns (None: it failed) join the episode."""
+        ep.inflight -= 1
+        ep.last_activity = time.monotonic()
+        if turns is None:
+            return
         ep.llm_calls += 1
         now = time.time()
-        for turn in result.turns:
+        for turn in turns:
             turn.player, turn.ts = player, now
             ep.turns.append(turn)
-        self.traces.append({"episode_uuid": ep.uuid, "player": player, "model": req.model,
-                            "static": static is not None, "ts": now})
-        return result.body
+        self.traces.append({"episode_uuid": ep.uuid, "player": player, "model": model, "static": static, "ts": now})
 
     # engine accounting used by generate.run (kept here so the update can drain it)
     def engine_enter(self) -> None:
