@@ -28,10 +28,22 @@ def register(app: typer.Typer) -> None:
             "Extra Host/Origin name accepted besides the bind address and loopback (repeatable).")),
         incomplete_group_ttl: float = typer.Option(6 * 3600.0, "--incomplete-group-ttl", help=(
             "Seconds a task group may stay below grpo_n without a new episode before it is discarded (counted).")),
+        nproc_per_node: int = typer.Option(0, "--nproc-per-node", min=0, help=(
+            "Processes (GPUs) on this node; 0: every GPU it sees (1 on CPU). Above 1, training is sharded (FSDP2).")),
+        nnodes: int = typer.Option(1, "--nnodes", min=1, help="Nodes of a multi-node server (same command on each)."),
+        node_rank: int = typer.Option(0, "--node-rank", min=0, help="This node's rank; node 0 serves HTTP."),
+        master_addr: str = typer.Option("127.0.0.1", "--master-addr", help="Node 0's address for the rendezvous."),
+        master_port: int = typer.Option(0, "--master-port", min=0, help=(
+            "Rendezvous port on node 0; 0: a free port (one node only).")),
     ) -> None:
         """Serve episodes and train: OFFLINE until a client syncs a job (or --boot).
 
         Control calls and /episode/begin need the admin token; a SwarmClient on this machine finds it."""
+        from vibe_rl.cli import ranks
+
+        role = ranks.start_ranks(nproc_per_node, nnodes, node_rank, master_addr, master_port)
+        if role == ranks.WORKER_DONE:
+            return
         from vibe_rl.schema import TrainJob
         from vibe_rl.swarm.app import serve
         from vibe_rl.swarm.config import ServerConfig
@@ -51,7 +63,10 @@ def register(app: typer.Typer) -> None:
         elif model or set_ or experiment_dir:
             typer.echo("note: --model/--set/--experiment-dir will override the job a client syncs")
         typer.echo(f"vibe-rl swarm server on http://{host}:{port} (OpenAI base URL http://{host}:{port}/v1)")
-        serve(cfg)
+        try:
+            serve(cfg)
+        finally:
+            ranks.finish(role)
 
     @swarm.command()
     def overwatch(

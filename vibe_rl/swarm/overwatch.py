@@ -39,6 +39,13 @@ def render(status: dict[str, Any], url: str = "") -> Group:
                          ("   weight version ", "bold"), str(status.get("weight_version", 0)),
                          ("   model ", "bold"), str(status.get("model") or "-"), ("   " + url, "dim"))
     parts: list[Any] = [head]
+    devices = status.get("devices") or []
+    if devices:
+        gpus = [d["gpu"] for d in devices if d.get("gpu") is not None]
+        where = f"{len(gpus)} GPU(s) [{', '.join(gpus)}]" if gpus else ", ".join(str(d.get("device")) for d in devices)
+        hosts = len({d.get("host") for d in devices if d.get("host")})
+        parts.append(Text(f"devices: {len(devices)} process(es), {where}" + (f" on {hosts} nodes" if hosts > 1 else ""),
+                          style="dim"))
     upd = status.get("last_update")
     if upd:
         keys = ("loss", "reward_mean", "episodes", "samples", "update_s")

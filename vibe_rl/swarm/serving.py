@@ -245,6 +245,9 @@ class SwarmServing(UpdateLoop):
             "last_update": self.last_update,
             "notes": list(self.notes),
             "errors": list(self.errors),
+            # where the engine runs: one entry per process (rank), with its GPU when it has one
+            "devices": getattr(self.engine, "devices", None) or (
+                [{"rank": 0, "device": str(self.engine.device)}] if hasattr(self.engine, "device") else []),
             # the job the engine runs: the client's job after this server's --model/--set overrides
             "job": self.job.model_dump(mode="json") if self.job else None,
         }
