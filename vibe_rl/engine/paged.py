@@ -31,8 +31,7 @@ from typing import Any
 
 from vibe_rl.engine.generate import Request, _generation, _hits_stop, _Row, _top_logprobs
 from vibe_rl.engine.kv_blocks import BlockManager
-from vibe_rl.engine.paged_model import PagedModel
-from vibe_rl.engine.sampler import gumbel_sample
+from vibe_rl.engine.paged_model import PagedModel, sample
 from vibe_rl.errors import RequestRejectedError
 from vibe_rl.extras import require
 
@@ -185,14 +184,16 @@ class PagedGenerator:
             self._sample(finished, logits[complete], version, stats)
 
     def _decode(self, ready: list[_Seq], version: int, stats: dict[str, int]) -> None:
-        ids = [s.tokens[-1] for s in ready]
-        pos = [len(s.tokens) - 1 for s in ready]
-        logits = self.runner.decode(ids, pos, [s.slot for s in ready])  # (b, V)
+        rows = [s.row for s in ready]
+        sampled = self.runner.decode(
+            [s.tokens[-1] for s in ready], [len(s.tokens) - 1 for s in ready], [s.slot for s in ready],
+            params=[[r.req.sampling.temperature for r in rows], [r.req.sampling.top_p for r in rows]],
+            seeds=[[r.req.seed for r in rows], [len(r.ids) for r in rows]])
         stats["decode_steps"] = stats.get("decode_steps", 0) + 1
         for s in ready:
             s.computed += 1
             self._register(s)
-        self._sample(ready, logits, version, stats)
+        self._record(ready, *sampled, version, stats)
 
     def _register(self, s: _Seq) -> None:
         """Key every newly completed full block, so later prompts with this prefix share it."""
@@ -203,19 +204,20 @@ class PagedGenerator:
             s.nodes.append(self.blocks.register(s.table[k], parent, s.tokens[k * bs:(k + 1) * bs]))
 
     def _sample(self, seqs: list[_Seq], logits: Any, version: int, stats: dict[str, int]) -> None:
-        from vibe_rl.rl.logprobs import sampling_logprobs
-
+        """Sample the first token of sequences whose prompt was just prefilled (eager)."""
         torch = require("torch")
-        dev = logits.device
         rows = [s.row for s in seqs]
-        temps = torch.tensor([r.req.sampling.temperature for r in rows], device=dev)
-        top_p = torch.tensor([r.req.sampling.top_p for r in rows], device=dev)
-        seeds = torch.tensor([r.req.seed for r in rows], dtype=torch.long, device=dev)
-        steps = torch.tensor([len(r.ids) for r in rows], dtype=torch.long, device=dev)
-        logp = sampling_logprobs(logits, temps, top_p)  # (b, V)
-        picked = torch.where(temps == 0, logits.argmax(dim=-1), gumbel_sample(logp, seeds, steps))  # (b,)
-        chosen = logp.gather(-1, picked[:, None]).squeeze(-1)  # (b,)
+        params = torch.tensor([[r.req.sampling.temperature for r in rows], [r.req.sampling.top_p for r in rows]],
+                              device=logits.device)
+        seeds = torch.tensor([[r.req.seed for r in rows], [len(r.ids) for r in rows]], dtype=torch.long,
+                             device=logits.device)
+        nucleus = any(r.req.sampling.top_p < 1 for r in rows)
+        self._record(seqs, *sample(logits, params, seeds, nucleus), version, stats)
+
+    def _record(self, seqs: list[_Seq], picked: Any, chosen: Any, logp: Any, version: int,
+                stats: dict[str, int]) -> None:
         tokens, token_logprobs = picked.tolist(), chosen.tolist()  # the one device sync of the step
+        rows = [s.row for s in seqs]
         tops = _top_logprobs(logp, rows)
         for s, token, lp, top in zip(seqs, tokens, token_logprobs, tops, strict=True):
             row = s.row

@@ -28,7 +28,7 @@ from typing import Any
 from vibe_rl.extras import require
 
 SUPPORTED = ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM")
-BATCH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # few buckets: each (batch, context) pair is one capture
 
 
 def unsupported_reason(model: Any) -> str | None:
@@ -43,6 +43,22 @@ def unsupported_reason(model: Any) -> str | None:
     return None
 
 
+def sample(logits: Any, params: Any, seeds: Any, nucleus: bool) -> tuple[Any, Any, Any]:
+    """Graph-safe sampling: logits (b, V), params (2, b) = temperature, top_p; seeds (2, b) = seed, token index.
+
+    -> (token ids (b,), their logprobs (b,), the sampling distribution's logprobs (b, V)). Greedy rows
+    (temperature 0) take the argmax; the others draw with the batch-invariant Gumbel sampler.
+    """
+    from vibe_rl.engine.sampler import gumbel_sample
+    from vibe_rl.rl.logprobs import sampling_logprobs
+
+    torch = require("torch")
+    temps, top_p = params[0], params[1]
+    logp = sampling_logprobs(logits, temps, top_p, nucleus=nucleus)  # (b, V)
+    picked = torch.where(temps == 0, logits.argmax(dim=-1), gumbel_sample(logp, seeds[0], seeds[1]))  # (b,)
+    return picked, logp.gather(-1, picked[:, None]).squeeze(-1), logp
+
+
 def _rotate_half(x: Any) -> Any:
     torch = require("torch")
     half = x.shape[-1] // 2
@@ -50,8 +66,10 @@ def _rotate_half(x: Any) -> Any:
 
 
 class _Graph:
-    def __init__(self, graph: Any, inp: Any, out: Any):
-        self.graph, self.inp, self.out = graph, inp, out
+    """A captured decode + sampling step: static inputs written before each replay, static outputs."""
+
+    def __init__(self, graph: Any, inp: Any, params: Any, out: tuple[Any, Any, Any]):
+        self.graph, self.inp, self.params, self.out = graph, inp, params, out
 
 
 class PagedModel:
@@ -83,7 +101,7 @@ class PagedModel:
             cos, sin = self.inner.rotary_emb(probe, positions)  # the HF module: same values as training
             self.cos, self.sin = cos[0], sin[0]  # (L, d)
         self.use_graphs = cuda_graphs and self.device.type == "cuda"
-        self._graphs: dict[tuple[int, int], _Graph] = {}
+        self._graphs: dict[tuple[int, int, bool], _Graph] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
 
     @property
@@ -122,11 +140,15 @@ class PagedModel:
             x = x + layer.mlp(layer.post_attention_layernorm(x))
         return self.inner.norm(x)
 
-    def _context_rows(self, table: Any, length: int) -> Any:
-        """table (b, nblk) -> cache rows (b, nblk * B) of every context position."""
-        torch = require("torch")
-        offsets = torch.arange(self.block_size, device=self.device)
-        return (table[:, :, None] * self.block_size + offsets).reshape(table.shape[0], -1)[:, :length]
+    def _gather(self, cache: Any, table: Any) -> Any:
+        """cache (Hkv, S, d), table (b, nblk) -> the blocks' keys or values (Hkv, b, nblk * B, d).
+
+        Whole blocks are copied (B * d contiguous values each), not single tokens: a block
+        gather moves the same bytes with B times fewer index computations."""
+        b, nblk = table.shape
+        blocks = cache.view(self.n_kv, self.num_blocks, self.block_size * self.head_dim)
+        picked = blocks.index_select(1, table.reshape(-1))  # (Hkv, b * nblk, B * d)
+        return picked.view(self.n_kv, b, nblk * self.block_size, self.head_dim)
 
     # ---- prefill --------------------------------------------------------------------------
 
@@ -148,19 +170,20 @@ class PagedModel:
         write = self.tables[rows_t, pos_t // bs] * bs + pos_t % bs  # (N,)
         contexts = []
         for a, b, row, start in bounds:
-            length = start + (b - a)
-            ctx = self._context_rows(self.tables[row:row + 1, :-(-length // bs)], length)[0]  # (L,)
             t = b - a
-            causal = torch.arange(length, device=dev)[None, :] <= (start + torch.arange(t, device=dev))[:, None]
-            contexts.append((a, b, ctx, causal.repeat(self.group, 1)))  # (G*T, L): rows ordered (g, t)
+            table = self.tables[row:row + 1, :-(-(start + t) // bs)]  # (1, nblk): the blocks the context spans
+            width = table.shape[1] * bs
+            causal = torch.arange(width, device=dev)[None, :] <= (start + torch.arange(t, device=dev))[:, None]
+            contexts.append((a, b, table, causal.repeat(self.group, 1)))  # (G*T, W): rows ordered (g, t)
 
         def attend(i: int, q: Any) -> Any:
             out = torch.empty_like(q)
-            for a, b, ctx, mask in contexts:
+            for a, b, table, mask in contexts:
                 t = b - a
                 qs = q[a:b].view(t, self.n_kv, self.group, self.head_dim).permute(1, 2, 0, 3)  # (Hkv, G, T, d)
                 qs = qs.reshape(1, self.n_kv, self.group * t, self.head_dim)
-                keys, values = self.k[i][:, ctx][None], self.v[i][:, ctx][None]  # (1, Hkv, L, d)
+                keys = self._gather(self.k[i], table).transpose(0, 1)  # (1, Hkv, W, d)
+                values = self._gather(self.v[i], table).transpose(0, 1)
                 o = F.scaled_dot_product_attention(qs, keys, values, attn_mask=mask, scale=self.scaling)
                 o = o.view(self.n_kv, self.group, t, self.head_dim).permute(2, 0, 1, 3)  # (T, Hkv, G, d)
                 out[a:b] = o.reshape(t, self.n_heads, self.head_dim)
@@ -180,47 +203,60 @@ class PagedModel:
         bs, length = self.block_size, nblk * self.block_size
         table = self.tables[rows, :nblk]  # (b, nblk)
         write = table.gather(1, (pos // bs)[:, None])[:, 0] * bs + pos % bs  # (b,)
-        ctx = self._context_rows(table, length)  # (b, L)
         valid = (torch.arange(length, device=self.device)[None, :] <= pos[:, None])[None, :, None, :]  # (1, b, 1, L)
         b = ids.shape[0]
 
         def attend(i: int, q: Any) -> Any:
             qs = q.view(b, self.n_kv, self.group, self.head_dim).transpose(0, 1)  # (Hkv, b, G, d)
-            keys, values = self.k[i][:, ctx], self.v[i][:, ctx]  # (Hkv, b, L, d)
+            keys, values = self._gather(self.k[i], table), self._gather(self.v[i], table)  # (Hkv, b, L, d)
             o = F.scaled_dot_product_attention(qs, keys, values, attn_mask=valid, scale=self.scaling)
             return o.transpose(0, 1).reshape(b, self.n_heads, self.head_dim)
 
         return self.lm_head(self._layers(ids, pos, write, attend))  # (b, V)
 
-    def decode(self, ids: list[int], pos: list[int], rows: list[int]) -> Any:
-        """One decode step for b sequences -> logits (b, V)."""
+    def decode(self, ids: list[int], pos: list[int], rows: list[int], params: list[list[float]],
+               seeds: list[list[int]]) -> tuple[Any, Any, Any]:
+        """One decode step for b sequences, sampled -> (token ids (b,), logprobs (b,), distributions (b, V)).
+
+        params = [temperatures, top_ps], seeds = [seeds, token indices], each of length b.
+        """
         torch = require("torch")
         b = len(ids)
+        nucleus = any(p < 1 for p in params[1])
         need = -(-(max(pos) + 1) // self.block_size)
         if not self.use_graphs:
             inp = torch.tensor([ids, pos, rows], dtype=torch.long).to(self.device)
-            return self._decode(inp, need)
+            logits = self._decode(inp, need)
+            return sample(logits, torch.tensor(params, device=self.device),
+                          torch.tensor(seeds, dtype=torch.long, device=self.device), nucleus)
         bucket = next((x for x in BATCH_BUCKETS if x >= b), b)
         nblk = min(self.max_blocks, 1 << max(4, (need - 1).bit_length()))  # contexts of 256, 512, ... tokens
-        graph = self._graphs.get((bucket, nblk)) or self._capture(bucket, nblk)
+        graph = self._graphs.get((bucket, nblk, nucleus)) or self._capture(bucket, nblk, nucleus)
         pad = bucket - b
-        host = torch.tensor([ids + [0] * pad, pos + [0] * pad, rows + [self.max_rows] * pad], dtype=torch.long)
-        graph.inp.copy_(host, non_blocking=True)
+        graph.inp.copy_(torch.tensor([ids + [0] * pad, pos + [0] * pad, rows + [self.max_rows] * pad,
+                                      seeds[0] + [0] * pad, seeds[1] + [0] * pad], dtype=torch.long),
+                        non_blocking=True)
+        graph.params.copy_(torch.tensor([params[0] + [1.0] * pad, params[1] + [1.0] * pad]), non_blocking=True)
         graph.graph.replay()
-        return graph.out[:b]
+        picked, chosen, logp = graph.out
+        return picked[:b], chosen[:b], logp[:b]
 
-    def _capture(self, bucket: int, nblk: int) -> _Graph:
+    def _step(self, inp: Any, params: Any, nblk: int, nucleus: bool) -> tuple[Any, Any, Any]:
+        return sample(self._decode(inp[:3], nblk), params, inp[3:], nucleus)
+
+    def _capture(self, bucket: int, nblk: int, nucleus: bool) -> _Graph:
         torch = require("torch")
-        inp = torch.zeros(3, bucket, dtype=torch.long, device=self.device)
+        inp = torch.zeros(5, bucket, dtype=torch.long, device=self.device)
         inp[2] = self.max_rows  # every row pads: writes go to scratch while warming up and capturing
+        params = torch.ones(2, bucket, device=self.device)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(2):  # warm up kernels and allocator outside the capture
-                self._decode(inp, nblk)
+                self._step(inp, params, nblk, nucleus)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool):
-            out = self._decode(inp, nblk)
-        self._graphs[(bucket, nblk)] = captured = _Graph(graph, inp, out)
+            out = self._step(inp, params, nblk, nucleus)
+        self._graphs[(bucket, nblk, nucleus)] = captured = _Graph(graph, inp, params, out)
         return captured

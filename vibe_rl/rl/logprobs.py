@@ -21,13 +21,18 @@ from typing import Any
 from vibe_rl.extras import require
 
 
-def sampling_logprobs(logits: Any, temperature: Any, top_p: Any, targets: Any = None) -> Any:
-    """logits (N, V), temperature (N,), top_p (N,), targets (N,) or None -> log-probs (N, V), fp32."""
+def sampling_logprobs(logits: Any, temperature: Any, top_p: Any, targets: Any = None,
+                      nucleus: bool | None = None) -> Any:
+    """logits (N, V), temperature (N,), top_p (N,), targets (N,) or None -> log-probs (N, V), fp32.
+
+    `nucleus` says whether any top_p < 1 when the caller knows (a CUDA-graph capture cannot
+    ask the device); None checks.
+    """
     torch = require("torch", "computing logprobs")
     logits = logits.float()
     t = torch.where(temperature > 0, temperature, torch.ones_like(temperature)).float()
     scaled = logits / t[:, None]  # (N, V)
-    if bool((top_p < 1).any()):
+    if nucleus if nucleus is not None else bool((top_p < 1).any()):
         sorted_logits, order = scaled.sort(dim=-1, descending=True)  # (N, V)
         probs = sorted_logits.softmax(dim=-1)
         before = probs.cumsum(dim=-1) - probs  # mass of the tokens ranked above each one
