@@ -23,7 +23,7 @@ def test_episode_yields_working_credentials_and_ends_with_the_reward(shared_serv
             assert reply.choices[0].message.content is not None
             assert ep.openai() is ep.openai()  # one client per episode
             result = ep.end(0.5, {"winner": "civilian"})
-        assert result["already_ended"] is False and result["llm_calls"] == 1
+        assert result.already_ended is False and result.llm_calls == 1
         assert counts(swarm) == (done + 1, aborted)
 
 
@@ -84,3 +84,17 @@ def test_router_defaults_send_static_roles_through_the_first_episode():
     assert (router.llm_for("b").model, router.llm_for("b").client.api_key) == ("qwen-max", "k1")
     with pytest.raises(SwarmError, match="not in the team table"):
         router.llm_for("c")
+
+
+def test_typed_status_declares_every_field_the_server_sends(shared_server):
+    from vibe_rl.swarm.protocol import EngineStatus, ModelList, PoolStatus
+
+    with SwarmClient(shared_server.url) as swarm:
+        raw, status = swarm.get_engine_status(), swarm.status()
+        assert status.state == "ROLLING" and status.job is not None and status.pool.grpo_n == status.job.train.grpo_n
+        assert set(raw) <= set(EngineStatus.model_fields), set(raw) - set(EngineStatus.model_fields)
+        assert set(raw["pool"]) <= set(PoolStatus.model_fields), set(raw["pool"]) - set(PoolStatus.model_fields)
+        with swarm.episode(Task(task_id="typed"), timeout=60) as ep:
+            models = ModelList.model_validate(ep.openai().models.list().model_dump())
+            assert models.data[0].id == ep.model
+            ep.end(1.0)

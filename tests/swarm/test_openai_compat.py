@@ -181,4 +181,4 @@ def test_text_completions_with_text_and_token_prompts(server, ep):
 
     assert asyncio.run(go()) == whole
     result = ep.end(1.0)
-    assert result["llm_calls"] == 5  # every completion call is a recorded call of the episode
+    assert result.llm_calls == 5  # every completion call is a recorded call of the episode

@@ -43,7 +43,7 @@ from vibe_rl.errors import SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
 from vibe_rl.swarm.episodes import Episode, open_episode
-from vibe_rl.swarm.protocol import Update
+from vibe_rl.swarm.protocol import EngineStatus, Update
 
 log = logging.getLogger("vibe_rl.swarm.client")
 
@@ -166,6 +166,10 @@ class SwarmClient:
             if time.monotonic() > deadline:
                 raise SwarmError(f"The swarm engine at {self.url} is still {status['state']} after waiting.")
             time.sleep(0.2)
+
+    def status(self) -> EngineStatus:
+        """The server's state, pool, running episodes and job, typed (`get_engine_status()`: the raw JSON)."""
+        return EngineStatus.model_validate(self.get_engine_status())
 
     def get_engine_status(self) -> dict[str, Any]:
         return self._call("GET", "/control/status")

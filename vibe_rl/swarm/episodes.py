@@ -28,6 +28,7 @@ from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
 
 if TYPE_CHECKING:
     from vibe_rl.swarm.client import SwarmClient
+    from vibe_rl.swarm.protocol import EndEpisodeResponse
 
 log = logging.getLogger("vibe_rl.swarm.episodes")
 
@@ -57,11 +58,14 @@ class Episode:
             self._openai = openai.OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=max_retries)
         return self._openai
 
-    def end(self, reward: float | WorkflowOutput, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Report the reward (a number, or a WorkflowOutput); the server stores the episode before answering."""
+    def end(self, reward: float | WorkflowOutput, metadata: dict[str, Any] | None = None) -> EndEpisodeResponse:
+        """Report the reward (a number, or a WorkflowOutput); the server stores the episode before answering.
+        Repeating it with the same reward is harmless (`already_ended` is then true)."""
+        from vibe_rl.swarm.protocol import EndEpisodeResponse
+
         output = reward if isinstance(reward, WorkflowOutput) else WorkflowOutput(reward=reward,
                                                                                    metadata=metadata or {})
-        result = self.client.end_episode(self.task, self.uuid, output)
+        result = EndEpisodeResponse.model_validate(self.client.end_episode(self.task, self.uuid, output))
         self.closed = True
         return result
 

@@ -156,6 +156,91 @@ class Update(BaseModel):
     loss: float | None = Field(default=None, description="GRPO loss (None when the step was skipped)")
 
 
+# ---------------------------------------------------------------- typed responses (client and server share them)
+
+
+class _Response(BaseModel):
+    """Responses keep fields a newer server adds (extra='allow'), so an older client still reads them."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class EndEpisodeResponse(_Response):
+    """`POST /episode/end`."""
+
+    episode_uuid: str = Field(description="The episode that ended")
+    already_ended: bool = Field(description="True when this repeated an earlier end (idempotent; nothing changed)")
+    status: str | None = Field(default=None, description="On a repeat: the stored status (completed, trained, ...)")
+    llm_calls: int = Field(default=0, description="LLM calls the episode made (first end only)")
+    trainable_turns: int = Field(default=0, description="Calls that will be trained on (static ones are context)")
+
+
+class AbortEpisodeResponse(_Response):
+    """`POST /episode/abort`."""
+
+    episode_uuid: str = Field(description="The episode that was dropped")
+    aborted: bool = Field(description="Always true: nothing of it is trained on")
+    llm_calls: int = Field(default=0, description="LLM calls it had made")
+
+
+class PoolStatus(_Response):
+    """Completed episodes waiting for the next weight update, and the counts of those set aside."""
+
+    policy: str | None = Field(default=None, description="train.policy: when the pool is ready (None while OFFLINE)")
+    completed_episodes: int = Field(default=0, description="Episodes in the pool")
+    completed_tasks: int = Field(default=0, description="Tasks whose GRPO group is complete")
+    completed_non_dummy_tasks: int = Field(default=0, description="Complete groups whose rewards are not all equal")
+    target_tasks: int = Field(default=0, description="train.batch_size: complete groups one update needs")
+    target_episodes: int = Field(default=0, description="batch_size * grpo_n")
+    grpo_n: int = Field(default=0, description="Episodes per GRPO group")
+    avg_episodes_per_task: float = Field(default=0.0, description="Mean episodes per task in the pool")
+    discarded_episodes: int = Field(default=0, description="Episodes dropped after their idle timeout")
+    aborted_episodes: int = Field(default=0, description="Episodes aborted by the client or by a stop")
+    expired_episodes: int = Field(default=0, description="Episodes of groups that stayed incomplete too long")
+    incomplete_tasks: int = Field(default=0, description="Groups still short of grpo_n episodes")
+    oldest_incomplete_idle_s: float = Field(default=0.0, description="Idle age of the oldest incomplete group")
+    incomplete_group_ttl_s: float | None = Field(default=None, description="When an incomplete group expires")
+
+
+class RunningEpisode(_Response):
+    episode_uuid: str = Field(description="A running episode")
+    llm_calls: int = Field(default=0, description="Its LLM calls so far")
+    idle_s: float = Field(default=0.0, description="Seconds since its last LLM call (0 while one runs)")
+
+
+class EngineStatus(_Response):
+    """`GET /control/status` (and `POST /control/start`, `/control/stop`)."""
+
+    state: Literal["OFFLINE", "BOOTING", "ROLLING", "WEIGHT_SYNCING"] = Field(description="The engine's state")
+    global_step: int = Field(default=0, description="Weight updates done")
+    weight_version: int = Field(default=0, description="Version of the weights now served")
+    model: str = Field(default="", description="The trainable model's name (pass it as model=)")
+    total_steps: int = Field(default=0, description="train.total_steps (0: no limit)")
+    pool: PoolStatus = Field(default_factory=PoolStatus, description="The pool of completed episodes")
+    running_count: int = Field(default=0, description="Episodes begun and not yet ended")
+    running_episodes: list[RunningEpisode] = Field(default_factory=list, description="Up to 200, most idle first")
+    tasks: list[dict[str, Any]] = Field(default_factory=list, description="Per-task rows of the pool")
+    last_update: dict[str, Any] | None = Field(default=None, description="Metrics of the last weight update")
+    notes: list[str] = Field(default_factory=list, description="What the server adjusted or noticed")
+    errors: list[str] = Field(default_factory=list, description="Recent errors (boot, updates, requests)")
+    devices: list[dict[str, Any]] = Field(default_factory=list, description="Where the engine runs (rank, device)")
+    job: TrainJob | None = Field(default=None, description="The job the engine runs, after the server's overrides")
+
+
+class ModelCard(_Response):
+    id: str = Field(description="Model name to pass as model=")
+    object: str = Field(default="model", description="Always 'model'")
+    created: int = Field(default=0, description="Unix time (0: unknown)")
+    owned_by: str = Field(default="vibe-rl", description="Always 'vibe-rl'")
+
+
+class ModelList(_Response):
+    """`GET /v1/models`: the trainable model first, then the static models."""
+
+    object: str = Field(default="list", description="Always 'list'")
+    data: list[ModelCard] = Field(default_factory=list, description="The served models")
+
+
 # ---------------------------------------------------------------- errors
 
 
