@@ -220,7 +220,7 @@ class Runner:
             prog.step = int(st.get("global_step") or 0)
             prog.episodes, prog.aborted = int(pool.get("completed_episodes") or 0), int(pool.get("aborted_episodes") or 0)
             if prog.step > prog.start_step and prog.signal_step is None:
-                prog.signal_step = signals.first_signal(signals.updates_since(self.dir, name, prog.start_step))
+                prog.signal_step = self._signal(name, prog.start_step, st)
             if name not in rep.job and st.get("job"):
                 rep.job[name] = signals.describe_job(st["job"])
                 self.out(f"[vibe-rl] {name} runs: {rep.job[name]}")
@@ -229,6 +229,15 @@ class Runner:
             self._saved = time.monotonic()
             self.state.save(self.dir)
         return done
+
+    def _signal(self, server: str, start: int, status: dict) -> int | None:
+        """The first update of this run with a non-zero gradient: the server's records, and its latest
+        update from the status (the status can be a moment ahead of the records)."""
+        updates = signals.updates_since(self.dir, server, start)
+        last = status.get("last_update") or {}
+        if isinstance(last.get("step"), (int, float)) and int(last["step"]) > start:
+            updates.append(last)
+        return signals.first_signal(updates)
 
     def _loop(self, t0: float, servers: list[ServerView], client: SessionSpec) -> None:
         rep, deadline = self.report, time.monotonic() + self.opts.timeout
@@ -288,6 +297,9 @@ class Runner:
         rep.seconds_to_target = round(time.monotonic() - t0, 1)
         rep.reward_mean, rep.episodes = reward_so_far(snap.statuses)
         rep.new_updates = {n: p.new_updates for n, p in self.state.servers.items()}
+        for name, prog in self.state.servers.items():
+            if prog.signal_step is None and name in snap.statuses:
+                prog.signal_step = self._signal(name, prog.start_step, snap.statuses[name])
         rep.signal_steps = {n: p.signal_step for n, p in self.state.servers.items()}
         rep.notes += flat_update_notes(snap.statuses)
         rep.notes += signals.health_notes(self.dir, snap.statuses, self.state.servers, self.spec)

@@ -42,7 +42,7 @@ def zero_gradient(update: dict[str, Any]) -> bool:
 
 
 def first_signal(updates: list[dict[str, Any]]) -> int | None:
-    return next((int(u["step"]) for u in updates if not zero_gradient(u)), None)
+    return min((int(u["step"]) for u in updates if not zero_gradient(u)), default=None)
 
 
 def describe_job(job: dict[str, Any]) -> str:
