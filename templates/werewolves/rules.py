@@ -29,7 +29,8 @@ ROLE_WORDS = {
 SEATS = {"werewolf": 3, "seer": 1, "witch": 1, "hunter": 1, "villager": 3}
 ROLES = list(ROLE_WORDS)
 TRAINABLE_WORDS = r"可训练|共享|参与训练|被训练|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|\btrain(?:s|ing)? (?:only )?the\b"
-STATIC_WORDS = r"静态|冻结|扮演|驱动|\bstatic\b|\bfrozen\b|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by"
+STATIC_WORDS = r"静态|冻结|\bstatic\b|\bfrozen\b"
+PLAYED_BY_WORDS = r"扮演|驱动|控制|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by|\buses?\b|使用"
 SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"
 PARITY_WORDS = r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)"
 DEFAULT_TRAINABLE = ["werewolf", "seer"]
@@ -67,13 +68,16 @@ def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
         for segment in re.split(r"[,，]", line):
             roles, lower = roles_in(segment), segment.lower()
             if re.search(STATIC_WORDS, segment, re.IGNORECASE) or any(name in lower for name in names):
-                static.update(roles + pending)
-                pending = []
+                side = static
             elif re.search(TRAINABLE_WORDS, segment, re.IGNORECASE):
-                trainable.update(roles + pending)
-                pending = []
+                side = trainable
+            elif re.search(PLAYED_BY_WORDS, segment, re.IGNORECASE):
+                side = static
             else:
                 pending += roles
+                continue
+            side.update(roles + pending)
+            pending = []
     static -= trainable
     if not trainable and not static:
         trainable = set(DEFAULT_TRAINABLE)

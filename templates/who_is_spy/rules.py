@@ -17,7 +17,8 @@ from vibe_rl.schema.spec import Constraints, Mode, Server, TaskSpec, Team
 SPY_WORDS = r"卧底|间谍|spies|spy|undercover"
 CIVILIAN_WORDS = r"平民|村民|civilians?|villagers?"
 TRAIN_WORDS = r"可训练|训练|共享|trainable|trained|\bshare[sd]?\b|\btrain\b"
-PLAYERS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)"]
+PLAYERS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)",
+           rf"(?:玩家|players?)\s*(?:数|人数|数量)?\s*(?:[:：=]|为|有)?\s*{NUM}\s*(?:人|名)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|spy\b|undercover)",
          rf"{NUM}\s*of them (?:are|is) (?:the )?(?:spies|spy|undercover)", rf"(?:卧底|spies)\s*(?:有|为|[:：])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
@@ -89,33 +90,27 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
     return path1, path2
 
 
-def gpus(facts: Facts, notes: list[str]) -> tuple[int, int, int]:
-    """(agent_roll GPUs, agent_roll_adv GPUs per server, total)."""
+def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int]:
+    """(agent_roll GPUs, agent_roll_adv GPUs of server1 and server2, total). A count said of one server
+    ("server 2 uses 2 GPUs") holds in every mode; a mode's count wins over it for that mode."""
     g, srv = facts.gpus, facts.servers
     total = facts.use(g.total)
-    roll = facts.use(g.mode_per_server.get("agent_roll"))
-    adv = facts.use(g.mode_per_server.get("agent_roll_adv"))
-    for i in (0, 1):
-        if adv is None and i in srv and srv[i].gpus is not None:
-            adv = facts.use(srv[i].gpus)
-            if 1 - i in srv and srv[1 - i].gpus is not None:
-                facts.use(srv[1 - i].gpus) if srv[1 - i].gpus.value == adv else None
     per_server = facts.use(g.per_server)
-    if adv is None and per_server is not None:
-        adv = per_server
-    if adv is None and "agent_roll_adv" in g.mode_total:
-        adv = max(facts.use(g.mode_total["agent_roll_adv"]) // 2, 1)
-        notes.append(f"agent_roll_adv: its {adv * 2} GPUs split evenly, {adv} per server.")
+    own = [facts.use(srv[i].gpus) if i in srv else None for i in (0, 1)]
+    roll = facts.use(g.mode_per_server.get("agent_roll")) or own[0] or per_server
     if roll is None:
-        roll = per_server or total or 1
-        notes.append(f"agent_roll: no GPU count for its server: using {roll}"
-                     + (" (the total)." if total and not per_server else "."))
-    if adv is None:
-        adv = max(total // 2, 1) if total else 1
-        notes.append(f"agent_roll_adv: no GPUs per server given: using {adv} each"
-                     + (f" (half of the {total} in total)." if total else "."))
+        roll = total or 1
+        notes.append(f"agent_roll: no GPU count for its server: using {roll}" + (" (the total)." if total else "."))
+    each = facts.use(g.mode_per_server.get("agent_roll_adv"))
+    adv = [each or own[i] or per_server for i in (0, 1)]
+    if None in adv:
+        split = facts.use(g.mode_total.get("agent_roll_adv")) or total
+        fill = max(split // 2, 1) if split else 1
+        adv = [a if a is not None else fill for a in adv]
+        notes.append(f"agent_roll_adv: no GPUs per server given: using {adv[0]} + {adv[1]}"
+                     + (f" (half of {split} each)." if split else "."))
     if total is None:
-        total = max(roll, 2 * adv)
+        total = max(roll, sum(adv))
         notes.append(f"No total GPU count given: the node needs {total}.")
     return roll, adv, total
 
@@ -144,15 +139,15 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
              rewarded={"server1": trained_side}, gpus={"server1": roll_gpus}),
         Mode(name="agent_roll_adv", script="agent_roll_adv.py", run_file="agent_run_adv.py",
              servers=["server1", "server2"], teams={"civilians": "server1", "spies": "server2"},
-             rewarded={"server1": "civilians", "server2": "spies"}, gpus={"server1": adv_gpus, "server2": adv_gpus}),
+             rewarded={"server1": "civilians", "server2": "spies"}, gpus={"server1": adv_gpus[0], "server2": adv_gpus[1]}),
     ]
     modes = planned_modes(facts, all_modes, notes)
     roll = any(m.name == "agent_roll" for m in modes)
     statics = [static_model] if roll else []
-    servers = [Server(name="server1", port=port1, model_path=path1, gpus=roll_gpus if roll else adv_gpus,
+    servers = [Server(name="server1", port=port1, model_path=path1, gpus=roll_gpus if roll else adv_gpus[0],
                       config="config.yaml", url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])]
     if any(m.name == "agent_roll_adv" for m in modes):
-        servers.append(Server(name="server2", port=port2, model_path=path2, gpus=adv_gpus,
+        servers.append(Server(name="server2", port=port2, model_path=path2, gpus=adv_gpus[1],
                               config="config_server2.yaml", url_env="VIBE_RL_SWARM_URL_2"))
     elif path2 != path1:
         notes.append(f"A second model path ({path2}) is given but agent_roll_adv is not planned: it is unused.")

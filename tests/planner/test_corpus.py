@@ -51,11 +51,11 @@ def test_corpus_size_and_languages():
 def test_corpus_case(case):
     if "error" in case:
         with pytest.raises(PlannerError) as info:
-            OfflinePlanner().plan(text_of(case))
+            OfflinePlanner().plan(text_of(case), family=case.get("family"))
         for part in case["error"]:
             assert part in str(info.value)
         return
-    spec = OfflinePlanner().plan(text_of(case))
+    spec = OfflinePlanner().plan(text_of(case), family=case.get("family"))
     wrong = {}
     for key, want in case["expect"].items():
         if key in ("unparsed_has", "notes_has"):

@@ -26,8 +26,8 @@ KNOWN_STATIC = [
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 _IS = r"\s*(?:of|is|=|:|：|为|设为|设置为|to)?\s*"
 _FLOAT = r"(\d+(?:\.\d+)?(?:e-?\d+)?)"
-WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢家|赢了?|winners?|winning|wins?\b|won\b"
-LOSS_WORDS = r"败者|失败者?|败方|输家|输了?|losers?|losing|loss(?:es)?\b|lose[sd]?\b|lost\b"
+WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|winners?|winning|wins?\b|won\b"
+LOSS_WORDS = r"败者|失败者?|败方|负方|负者|输方|输家|输了?|losers?|losing|loss(?:es)?\b|lose[sd]?\b|lost\b"
 _SIGNED = r"(?<![\w.])([-+]?\d+(?:\.\d+)?)(?![\w.]*[%/]?\w)"
 
 
@@ -180,7 +180,7 @@ def extract(text: str) -> Facts:
     src = SpecText(text)
     facts = Facts(src=src, model_paths=model_paths(src))
     facts.servers, facts.ports = server_facts(src, facts.model_paths)
-    facts.gpus = gpu_facts(src)
+    facts.gpus = gpu_facts(src, facts.servers)
     facts.batch_size = _number(src, [rf"(?:batch[\s_-]*size|batchsize|\bbatch|批大小|批次大小|批量大小|批量){_IS}{NUM}",
                                      rf"{NUM}\s*(?:tasks|groups|games|个任务)\s*(?:per|每)\s*(?:batch|update|step|批)",
                                      rf"每(?:批|次更新)\s*{NUM}\s*(?:个任务|组|局)"])

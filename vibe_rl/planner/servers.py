@@ -106,12 +106,13 @@ class GpuFacts:
     mode_total: dict[str, Found] = field(default_factory=dict)  # "agent_roll_adv: 8 GPUs" (for all its servers)
 
 
-def gpu_facts(src: SpecText) -> GpuFacts:
+def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> GpuFacts:
     """GPU counts outside single-server clauses (those are read by `server_facts`). A mode's total that equals
     its per-server count times two ("4 GPUs each (8 in total)") is consistent and marked as read."""
     from vibe_rl.planner.facts import Found
 
     out = GpuFacts()
+    claimed = {s.gpus.start for s in (servers or {}).values() if s.gpus is not None}
     for start, end in src.clauses():
         clause = src.text[start:end]
         mode = next((name for name, words in MODE_WORDS.items() if re.search(words, clause, re.I)), None)
@@ -119,6 +120,8 @@ def gpu_facts(src: SpecText) -> GpuFacts:
         each = re.search(PER_SERVER, clause, re.IGNORECASE)
         for m in re.finditer(GPU, clause, re.IGNORECASE):
             found = Found(to_int(next(g for g in m.groups() if g)), start + m.start(), start + m.end())
+            if found.start in claimed:
+                continue  # one server's count: see server_facts
             is_total = (re.search(rf"(?:{TOTAL})\s*(?:of|with|使用|用)?\s*$", clause[max(0, m.start() - 12):m.start()], re.I)
                         or re.match(rf"\s*(?:{TOTAL})", clause[m.end():], re.IGNORECASE))
             if re.search(EACH_SERVER, clause, re.IGNORECASE) and not is_total and out.per_server is None:

@@ -27,7 +27,7 @@ TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<
 # Numbers that name or describe something rather than set a value: list markers, "Agent 2", "server 1",
 # "7B"-style sizes, ordinals ("第 3 轮"), ranges inside rule prose are not ignored.
 _ROLE_REF = r"(?:agent|server|服务器|智能体|optional|step|stage|phase|player|seat|玩家|座位|team|第)\s*#?"
-IGNORED_NUMBER = re.compile(rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE)
+IGNORED_NUMBER = re.compile(rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s)")
 
 
@@ -116,7 +116,10 @@ class SpecText:
         return False
 
 
-def strings_of(data: Any, skip: frozenset[str] = frozenset({"notes", "unparsed", "description", "title"})) -> list[str]:
+SKIP_KEYS = frozenset({"notes", "unparsed", "description", "title", "spec_text", "spec_quote"})
+
+
+def strings_of(data: Any, skip: frozenset[str] = SKIP_KEYS) -> list[str]:
     """Every string value in a JSON-like object (keys in `skip` left out)."""
     if isinstance(data, dict):
         return [s for k, v in data.items() if k not in skip for s in strings_of(v, skip)]
