@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, training
+from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, static_note, training
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
@@ -58,6 +58,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         notes.append("No port given: server1 on 10086.")
     if facts.static_models:
         opponent = facts.static_models[0][1]
+        static_note(facts, opponent, notes)
     else:
         opponent = StaticModel(name="opponent")
         notes.append("No opponent model named: the opponent seats play 'opponent', a frozen local copy of the "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, training
+from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, static_note, training
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
@@ -151,6 +151,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     trainable, static = split_roles(facts, notes)
     model = opponent(facts, notes)
     teams = teams_for(trainable, static, model.name)
+    if static:
+        static_note(facts, model, notes)
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     model_path = facts.use(first) or "tiny"
     if first is None:

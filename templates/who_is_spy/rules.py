@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, training
+from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, static_note, training
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
@@ -144,6 +144,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     modes = planned_modes(facts, all_modes, notes)
     roll = any(m.name == "agent_roll" for m in modes)
     statics = [static_model] if roll else []
+    for model in statics:
+        static_note(facts, model, notes)
     servers = [Server(name="server1", port=port1, model_path=path1, gpus=roll_gpus if roll else adv_gpus[0],
                       config="config.yaml", url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])]
     if any(m.name == "agent_roll_adv" for m in modes):

@@ -6,6 +6,7 @@ from typing import Any
 
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.scaffold.families import Manifest
+from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, RewardScheme, Training
 
 
@@ -64,3 +65,10 @@ def short_name(facts: Facts, manifest: Manifest, notes: list[str]) -> str:
     if facts.short_name and facts.short_name != manifest.short_name:
         notes.append(f"tmux prefix {facts.short_name!r} taken from the session names in the spec.")
     return facts.short_name or manifest.short_name
+
+
+def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
+    """Note a provider URL the planner filled in from its table of known models (the spec did not give it)."""
+    if model.base_url and model.base_url not in facts.text:
+        notes.append(f"Static model {model.name}: base URL {model.base_url} filled in (a known provider), key from "
+                     f"${model.api_key_env}; without that key the server serves a frozen local copy.")
