@@ -66,7 +66,7 @@ def save_checkpoint(engine: Any, directory: Path, optimizer_state: dict[str, Any
 
 
 def load_checkpoint(engine: Any, directory: Path) -> None:
-    torch = require("torch", "loading a checkpoint")
+    require("torch", "loading a checkpoint")
     safetensors = require("safetensors.torch", "loading a checkpoint")
     state_file = directory / STATE
     if not state_file.is_file():

@@ -12,15 +12,13 @@ One step (`ShardedTrainer.step`, called on every rank with the same samples):
    FSDP average equals the single-process gradient (see `vibe_rl.engine.sharding`);
 3. the per-rank metrics are merged into the single-process metrics;
 4. the generation replica of this rank (a plain copy of the model) gets the new weights, one
-   parameter at a time (`DTensor.full_tensor()`, an all-gather). For a full fine-tune the
-   replica's weights are released during the step, so training never holds both.
+   parameter at a time (`DTensor.full_tensor()`, an all-gather), copied in place: the replica's
+   tensors keep their addresses, so CUDA graphs captured by a generator stay valid.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from typing import Any
 
 from vibe_rl.engine.distributed import DistEnv
@@ -116,11 +114,12 @@ class ShardedTrainer:
         mine = split.shards[self.env.rank]
         local_tokens = sum(s.num_loss_tokens for s in mine)
         self.grad_scale = self.env.world_size * local_tokens / max(split.total_tokens, 1)
-        with self._replica_released(replica):
-            try:
-                local, _ = run_grpo(self, mine)
-            finally:
-                self.grad_scale = 1.0
+        try:
+            local, _ = run_grpo(self, mine)
+        finally:
+            self.grad_scale = 1.0
+            if replica is not None:
+                self.sync_replica(replica)
         merged = merge_metrics(self.env.all_gather(local), split, kl_on, self.version)
         skipped = not (math.isfinite(merged["loss"]) and math.isfinite(merged.get("grad_norm", 0.0)))
         if skipped:
@@ -138,22 +137,6 @@ class ShardedTrainer:
         """Parameters a replica must receive: the trainable ones (all of them in a full fine-tune)."""
         return [n for n, _ in self.trainable]
 
-    @contextlib.contextmanager
-    def _replica_released(self, replica: Any) -> Iterator[None]:
-        """Full fine-tune: drop the replica's weights while training, gather the new ones after."""
-        torch = require("torch")
-        release = replica is not None and not self.lora
-        if release:
-            params = dict(replica.named_parameters())
-            for name in self._synced_names():
-                p = params[name]
-                p.data = torch.empty(0, dtype=p.dtype, device=p.device)
-        try:
-            yield
-        finally:
-            if replica is not None:
-                self.sync_replica(replica)
-
     def sync_replica(self, replica: Any | None) -> None:
         """Copy the current weights into `replica` (collective: every rank calls it, replica or not)."""
         params = dict(replica.named_parameters()) if replica is not None else {}
@@ -162,11 +145,7 @@ class ShardedTrainer:
             for name, p in self.trainable:
                 full = p.full_tensor() if hasattr(p, "full_tensor") else p.detach()
                 if name in params:
-                    target = params[name]
-                    if target.numel() == full.numel():
-                        target.data.copy_(full.to(target.dtype).view_as(target))
-                    else:
-                        target.data = full.to(device=target.device, dtype=target.dtype).clone()
+                    params[name].copy_(full.view_as(params[name]))
 
     # ---- checkpoints --------------------------------------------------------------------------
 

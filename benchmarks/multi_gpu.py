@@ -1,0 +1,203 @@
+"""The same GRPO step on 1 GPU (today's single-process engine) and on N GPUs (FSDP2, one process each).
+
+    python benchmarks/multi_gpu.py --shape 7b --gpus 1,2
+    python benchmarks/multi_gpu.py --shape 14b --gpus 2 --steps 2      # full fine-tune that needs 2 GPUs
+
+The model is a random-init Qwen2.5 shape (vibe_rl.engine.shapes; built in memory, nothing
+downloaded). The batch: `--samples` sequences of `--tokens` tokens (half prompt, half answer),
+advantages +-1, micro-batches of `--micro-batch-size`, AdamW, bf16.
+
+Per GPU count it reports the step time (median after one warm-up step), tokens/s, and the peak
+memory of every GPU. For N > 1 it measures two things in one process group:
+`train` (the sharded step alone) and `with_replica` (each GPU also holds the full bf16
+generation replica a server keeps, re-synced after every step: what a server really uses).
+The 1-GPU figure is the single-process engine, whose one model both generates and trains.
+Prints one JSON object (plus `scaling` ratios against the 1-GPU run when both ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+# --shape smoke: a 2-layer model on CPU processes (gloo), to check this script without a GPU
+SMOKE = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+             tie_word_embeddings=True)
+SMOKE_VOCAB = 1024
+
+
+def build_model(shape: str, device: str):
+    import torch
+    import transformers
+
+    from vibe_rl.engine.shapes import QWEN_VOCAB, SHAPES
+
+    dims = dict(SHAPES.get(shape) or SMOKE)
+    config = transformers.Qwen2Config(vocab_size=QWEN_VOCAB if shape in SHAPES else SMOKE_VOCAB, max_position_embeddings=32768, rope_theta=1e6,
+                                      use_sliding_window=False, layer_types=["full_attention"] * dims["num_hidden_layers"],
+                                      pad_token_id=0, bos_token_id=None, eos_token_id=1, **dims)
+    torch.manual_seed(0)
+    with torch.device(device):
+        return transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+
+
+def make_batch(n: int, tokens: int) -> list:
+    import math
+    import random
+
+    from vibe_rl.engine.shapes import QWEN_VOCAB
+    from vibe_rl.rl.samples import Sample
+
+    rng = random.Random(0)
+    half = tokens // 2
+    vocab = QWEN_VOCAB if on_gpu() else SMOKE_VOCAB
+    old = -math.log(vocab)  # a random model's logprob: ratios start near 1
+    return [Sample([rng.randrange(3, vocab) for _ in range(tokens)], [0] * half + [1] * (tokens - half),
+                   [0.0] * half + [old] * (tokens - half), advantage=1.0 if i % 2 else -1.0, task_id=str(i // 8))
+            for i in range(n)]
+
+
+def on_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def timed(fn, steps: int, device) -> tuple[float, float, dict]:
+    """Median seconds per call after one warm-up call, peak GB since the warm-up (0 on CPU), last result."""
+    import torch
+
+    gpu = on_gpu()
+    sync = (lambda: torch.cuda.synchronize(device)) if gpu else (lambda: None)
+    out = fn()
+    sync()
+    if gpu:
+        torch.cuda.reset_peak_memory_stats(device)
+    times = []
+    for _ in range(steps - 1):
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), torch.cuda.max_memory_allocated(device) / 2**30 if gpu else 0.0, out
+
+
+def single(args) -> dict:
+    """Today's path: one process, one model that trains in place (TorchEngine's grpo_step call)."""
+    import torch
+
+    from vibe_rl.rl.grpo import grpo_step
+    from vibe_rl.schema import TrainConfig
+
+    cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples)
+    dev = "cuda" if on_gpu() else "cpu"
+    model = build_model(args.shape, dev)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
+    batch = make_batch(args.samples, args.tokens)
+    step_s, peak, (metrics, applied) = timed(
+        lambda: grpo_step(model, opt, batch, cfg, pad_id=0, device=dev, max_len=args.tokens + 8), args.steps, 0)
+    return {"gpus": 1, "step_s": round(step_s, 3), "tokens_per_s": round(args.samples * args.tokens / step_s),
+            "peak_gb_per_gpu": [round(peak, 2)], "loss": metrics["loss"], "applied": applied}
+
+
+def sharded(args) -> dict | None:
+    """Under torchrun: the server's ShardedTrainer, first alone, then with a generation replica per GPU."""
+    import torch
+
+    from vibe_rl.engine import distributed
+    from vibe_rl.engine.fsdp import ShardedTrainer
+    from vibe_rl.schema import TrainConfig
+
+    env = distributed.init_from_env()
+    cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples)
+    trainer = ShardedTrainer(build_model(args.shape, env.device), cfg, env, pad_id=0, max_model_len=args.tokens + 8)
+    batch = make_batch(args.samples, args.tokens)
+    dev = torch.device(env.device)
+    train_s, train_peak, m1 = timed(lambda: trainer.step(batch), args.steps, dev)
+    replica = build_model(args.shape, env.device).requires_grad_(False)
+    trainer.sync_replica(replica)
+    both_s, both_peak, m2 = timed(lambda: trainer.step(batch, replica=replica), args.steps, dev)
+    t0 = time.perf_counter()
+    trainer.sync_replica(replica)
+    if on_gpu():
+        torch.cuda.synchronize(dev)
+    sync_s = time.perf_counter() - t0
+    peaks = env.gather((train_peak, both_peak))
+    distributed.shutdown()
+    if env.rank != 0:
+        return None
+    n = env.world_size
+    return {"gpus": n, "step_s": round(both_s, 3), "tokens_per_s": round(args.samples * args.tokens / both_s),
+            "peak_gb_per_gpu": [round(p[1], 2) for p in peaks], "replica_sync_s": round(sync_s, 3),
+            "train_only": {"step_s": round(train_s, 3), "tokens_per_s": round(args.samples * args.tokens / train_s),
+                           "peak_gb_per_gpu": [round(p[0], 2) for p in peaks]},
+            "loss": m2["loss"], "applied": m1["nan_skipped"] == 0 and m2["nan_skipped"] == 0}
+
+
+def launch(args, gpus: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        child = [__file__, "--child", "--shape", args.shape, "--samples", str(args.samples), "--tokens",
+                 str(args.tokens), "--steps", str(args.steps), "--micro-batch-size", str(args.micro_batch_size),
+                 "--out", str(out)]
+        if gpus == 1:
+            cmd = [sys.executable, *child]
+        else:
+            from vibe_rl.engine.distributed import free_port
+
+            cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={gpus}",
+                   f"--master-port={free_port()}", *child]
+        env = {**os.environ, "NCCL_NVLS_ENABLE": "0"}
+        if args.shape != "smoke":
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(gpus))
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        if proc.returncode != 0 or not out.is_file():
+            return {"gpus": gpus, "error": (proc.stdout + proc.stderr)[-3000:]}
+        return json.loads(out.read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="7b", choices=["0.5b", "1.5b", "3b", "7b", "14b", "smoke"])
+    ap.add_argument("--gpus", default="1,2", help="GPU counts to run, comma-separated")
+    ap.add_argument("--samples", type=int, default=64)
+    ap.add_argument("--tokens", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=3, help="steps per configuration (the first is a warm-up)")
+    ap.add_argument("--micro-batch-size", type=int, default=4)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    args.steps = max(args.steps, 2)
+    if args.child:
+        result = sharded(args) if "WORLD_SIZE" in os.environ else single(args)
+        if result is not None:
+            Path(args.out).write_text(json.dumps(result))
+        return
+    runs = [launch(args, int(g)) for g in args.gpus.split(",")]
+    report = {"benchmark": "multi_gpu", "shape": args.shape, "samples": args.samples, "tokens": args.tokens,
+              "micro_batch_size": args.micro_batch_size, "runs": runs}
+    one = next((r for r in runs if r.get("gpus") == 1 and "error" not in r), None)
+    if one is not None and not one["peak_gb_per_gpu"][0]:  # CPU smoke run: no memory figures
+        one = None
+    for r in runs:
+        if one is not None and r is not one and "error" not in r:
+            report.setdefault("scaling", {})[f"{r['gpus']}_vs_1"] = {
+                "throughput_ratio": round(r["tokens_per_s"] / one["tokens_per_s"], 3),
+                "train_only_throughput_ratio": round(r["train_only"]["tokens_per_s"] / one["tokens_per_s"], 3),
+                "peak_memory_ratio": round(max(r["peak_gb_per_gpu"]) / one["peak_gb_per_gpu"][0], 3),
+                "train_only_peak_memory_ratio": round(
+                    max(r["train_only"]["peak_gb_per_gpu"]) / one["peak_gb_per_gpu"][0], 3)}
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
