@@ -115,6 +115,9 @@ class BeginEpisodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     discard_episode_timeout: float | None = Field(
         default=None, gt=0, allow_inf_nan=False, description="Seconds without an LLM call after which the episode is discarded")
+    kind: Literal["train", "eval"] = Field(
+        default="train", description="'eval': served by the current weights, its reward logged as eval/* at the next "
+                                     "update, never pooled or trained on")
 
 
 class BeginEpisodeResponse(BaseModel):

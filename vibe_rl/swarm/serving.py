@@ -67,6 +67,7 @@ class Episode:
     llm_calls: int = 0
     inflight: int = 0
     prefixes: PrefixCache = field(default_factory=PrefixCache)  # token ids of earlier turns, reused
+    kind: str = "train"  # "eval": stored with status 'eval', its reward logged as eval/*, never trained on
 
 
 class Tombstones:
@@ -108,6 +109,7 @@ class SwarmServing(UpdateLoop):
         self.global_step = 0
         self.discarded = 0
         self.aborted = 0
+        self.eval_rewards: list[float] = []  # rewards of eval episodes ended since the last update
         self.last_update: dict[str, Any] | None = None
         self.sink: Any = None  # vibe_rl.swarm.loggers.MetricsSink: per-update metrics to the job's loggers
         self.inflight = 0
@@ -278,7 +280,7 @@ class SwarmServing(UpdateLoop):
         return ApiError(429, f"The engine is {self.state}; retry {what} shortly.", code="engine_busy",
                         retry_after=0.5)
 
-    def begin(self, discard_timeout: float | None, base_url: str) -> BeginEpisodeResponse:
+    def begin(self, discard_timeout: float | None, base_url: str, kind: str = "train") -> BeginEpisodeResponse:
         cap = self.config.max_discard_timeout
         if discard_timeout is not None and not (math.isfinite(discard_timeout) and 0 < discard_timeout <= cap):
             raise ApiError(400, f"discard_episode_timeout must be a finite number of seconds in (0, {cap:g}]; got "
@@ -286,7 +288,7 @@ class SwarmServing(UpdateLoop):
         if self.state != ROLLING:
             raise self._not_ready("begin_episode")
         ep = Episode(uuid=uuid.uuid4().hex, api_key=secrets.token_urlsafe(32),
-                     timeout=discard_timeout or self.config.default_discard_timeout)
+                     timeout=discard_timeout or self.config.default_discard_timeout, kind=kind)
         self.episodes[ep.uuid] = ep
         self.keys[ep.api_key] = ep
         return BeginEpisodeResponse(episode_uuid=ep.uuid, base_url=base_url, api_key=ep.api_key,
@@ -366,13 +368,15 @@ class SwarmServing(UpdateLoop):
         self._ending[ep.uuid] = ("completed", done.reward, done.task_id)
         try:  # written before we answer; in a thread, so the event loop keeps serving meanwhile
             await asyncio.to_thread(self.store.save_episode, done, req.task.model_dump(mode="json"),
-                                    req.output.metadata)
+                                    req.output.metadata, "eval" if ep.kind == "eval" else "completed")
         except BaseException:  # not stored: the episode stays open, so the client can retry its end
             self.episodes[ep.uuid], self.keys[ep.api_key] = ep, ep
             raise
         finally:
             self._ending.pop(ep.uuid, None)
-        if self.pool is not None:
+        if ep.kind == "eval":
+            self.eval_rewards.append(done.reward)
+        elif self.pool is not None:
             self.pool.add(done)
             self._maybe_update()
         return {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,

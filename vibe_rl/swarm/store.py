@@ -65,7 +65,9 @@ class Store:
 
     # ------------------------------------------------------------ writes
 
-    def save_episode(self, ep: CompletedEpisode, task: dict[str, Any], metadata: dict[str, Any]) -> None:
+    def save_episode(self, ep: CompletedEpisode, task: dict[str, Any], metadata: dict[str, Any],
+                     status: str = "completed") -> None:
+        """Write the episode and its turns in one transaction; status 'eval' keeps it out of every pool."""
         rows = [(ep.episode_uuid, i, t.player, t.model, int(t.static), t.weight_version,
                  json.dumps(t.messages, ensure_ascii=False), t.response_text,
                  array("i", t.prompt_ids).tobytes(), array("i", t.response_ids).tobytes(),
@@ -76,7 +78,7 @@ class Store:
                 self._db.execute(
                     "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?)",
                     (ep.episode_uuid, ep.task_id, json.dumps(task, ensure_ascii=False, default=str), ep.reward,
-                     json.dumps(metadata, ensure_ascii=False, default=str), "completed", None, ep.ended_at))
+                     json.dumps(metadata, ensure_ascii=False, default=str), status, None, ep.ended_at))
                 self._db.executemany("INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
                 self._db.execute("COMMIT")
             except BaseException:

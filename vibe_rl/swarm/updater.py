@@ -104,6 +104,9 @@ class UpdateLoop:
                 self.errors.append(f"{exc} Episodes trained since that checkpoint stay in the store and are "
                                    "trained again after a restart.")
         metrics["update_s"] = round(time.monotonic() - self._update_started, 3)
+        if self.eval_rewards:  # eval episodes ended since the last update (served, never trained on)
+            rewards, self.eval_rewards = self.eval_rewards, []
+            metrics.update({"eval/episodes": len(rewards), "eval/reward_mean": sum(rewards) / len(rewards)})
         if self.sink is not None:  # throughput, counts, then the job's loggers (jsonl, tensorboard, ...)
             metrics = self.sink.finish(step, metrics, discarded_episodes=self.discarded, aborted_episodes=self.aborted)
         self.store.record_update(step, metrics)

@@ -1,0 +1,41 @@
+"""Eval episodes are served by the current weights, logged as eval/* at the next update, never trained on."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+from vibe_rl.swarm import SwarmClient, Task, TrainJob
+
+
+def play(swarm: SwarmClient, task_id: str, reward: float, eval: bool = False) -> None:
+    with swarm.episode(Task(task_id=task_id), timeout=120, eval=eval) as ep:
+        ep.openai().chat.completions.create(model=ep.model, messages=[{"role": "user", "content": "hi"}],
+                                            user="civilian:p1")
+        ep.end(reward)
+
+
+def test_eval_episodes_never_reach_the_pool_or_the_weights(make_server):
+    server = make_server("eval")
+    with SwarmClient(server.url) as swarm:
+        swarm.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
+        job = swarm.job
+        for i in range(job.train.batch_size * job.train.grpo_n):  # a full batch of eval episodes: no update
+            play(swarm, f"held-out-{i % job.train.batch_size}", reward=float(i % 2), eval=True)
+        status = swarm.status()
+        assert status.pool.completed_episodes == 0 and status.global_step == 0 and status.weight_version == 0
+        for i in range(job.train.batch_size * job.train.grpo_n):  # now a training batch: one update
+            play(swarm, f"train-{i % job.train.batch_size}", reward=float(i % 2))
+        updates = []
+        for _ in range(600):  # the update runs in the background; wait for it (at most a few minutes)
+            updates = swarm.updates()
+            if updates:
+                break
+            time.sleep(0.5)
+        first = updates[0].model_dump()
+        assert first["eval/episodes"] == job.train.batch_size * job.train.grpo_n
+        assert first["eval/reward_mean"] == 0.5
+        assert first["episodes"] == job.train.batch_size * job.train.grpo_n  # the training episodes only
+    db = sqlite3.connect(f"{server.exp_dir}/swarm.sqlite")
+    rows = dict(db.execute("SELECT status, COUNT(*) FROM episodes WHERE task_id LIKE 'held-out-%' GROUP BY status"))
+    assert rows == {"eval": job.train.batch_size * job.train.grpo_n}
