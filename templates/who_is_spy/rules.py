@@ -20,7 +20,8 @@ TRAIN_WORDS = r"可训练|训练|共享|trainable|trained|\bshare[sd]?\b|\btrain
 PLAYERS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)",
            rf"(?:玩家|players?)\s*(?:数|人数|数量)?\s*(?:[:：=]|为|有)?\s*{NUM}\s*(?:人|名)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|spy\b|undercover)",
-         rf"{NUM}\s*of them (?:are|is) (?:the )?(?:spies|spy|undercover)", rf"(?:卧底|spies)\s*(?:有|为|[:：])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
+         rf"{NUM}\s*of them (?:are|is) (?:the )?(?:spies|spy|undercover)",
+         rf"(?:卧底|spies)\s*(?:有|为|[:：])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
 
 
