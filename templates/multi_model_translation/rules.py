@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import game_parameter, planned_modes, short_name, training
+from vibe_rl.planner.common import constraints, game_parameter, planned_modes, short_name, training
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import server_segments
 from vibe_rl.scaffold.families import Manifest
-from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Server, TaskSpec, Team
+from vibe_rl.schema.spec import Mode, RewardScheme, Server, TaskSpec, Team
 
 AGENT_ROLES = {1: "rough_translator", 2: "detector", 3: "final_translator"}
 DEFAULT_SERVER_OF = {1: 0, 2: 1, 3: 0}  # agent -> server index
@@ -111,6 +111,6 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         training=training(facts, notes, batch_size=32, grpo_n=4, max_tokens=512), modes=modes,
         reward=RewardScheme(win=1.0, loss=0.0, description="; ".join(
             f"{server}: {grader} (0-2, normalised to [0, 1])" for server, grader in graders.items())),
-        constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=False, use_openai_sdk_tools=False),
+        constraints=constraints(facts, notes, random_ids=False, tools=False),
         notes=notes,
     )

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, static_note, training
+from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_note, training
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
-from vibe_rl.schema.spec import Constraints, Mode, Server, TaskSpec, Team
+from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人对战|人游戏)"
 TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋))"
@@ -77,6 +77,6 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         servers=[Server(name="server1", port=port, model_path=model_path, gpus=gpus, config="config.yaml",
                         url_env="VIBE_RL_SWARM_URL", static_models=[opponent.name])],
         static_models=[opponent], training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes,
-        reward=reward(facts, notes), constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=False),
+        reward=reward(facts, notes), constraints=constraints(facts, notes, random_ids=False),
         notes=notes,
     )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, static_note, training
+from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_note, training
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
-from vibe_rl.schema.spec import Constraints, Mode, Server, TaskSpec, Team
+from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 ROLE_WORDS = {
     "werewolf": r"狼人(?!杀)|werewol(?:f|ves)",
@@ -178,6 +178,6 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      f"({model_path}) against the {_and(static) or 'nobody'} played by {model.name}."),
         gpus=total, game=game, teams=teams, servers=[server], static_models=[model] if static else [],
         training=training(facts, notes, batch_size=32, grpo_n=6, temperature=0.7), modes=modes,
-        reward=reward(facts, notes, per=" (per side)"), constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=True),
+        reward=reward(facts, notes, per=" (per side)"), constraints=constraints(facts, notes, random_ids=True),
         notes=notes,
     )

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import game_parameter, planned_modes, reward, short_name, static_note, training
+from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_note, training
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
-from vibe_rl.schema.spec import Constraints, Mode, Server, TaskSpec, Team
+from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 SPY_WORDS = r"卧底|间谍|spies|spy|undercover"
 CIVILIAN_WORDS = r"平民|村民|civilians?|villagers?"
@@ -171,6 +171,6 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         title="Who is Spy: GRPO self-play", description=what,
         gpus=total, game=game, teams=teams, servers=servers, static_models=statics,
         training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes, reward=reward(facts, notes),
-        constraints=Constraints(no_chinese_in_code=True, random_ids_and_names=True),
+        constraints=constraints(facts, notes, random_ids=True),
         notes=notes,
     )

@@ -7,7 +7,7 @@ from typing import Any
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
-from vibe_rl.schema.spec import Mode, RewardScheme, Training
+from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Training
 
 
 def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **defaults: Any) -> Training:
@@ -15,14 +15,26 @@ def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **def
     values = {"batch_size": facts.batch_size, "grpo_n": facts.grpo_n, "lr": facts.lr, "save_freq": facts.save_freq,
               "total_steps": facts.total_steps, "temperature": facts.temperature, "max_tokens": facts.max_tokens}
     chosen = {"batch_size": batch_size, "grpo_n": grpo_n, **defaults}
-    base = Training()
+    base, others = Training(), []
     for name, value in values.items():
         if value is not None:
             chosen[name] = value
         elif name in ("batch_size", "grpo_n", "save_freq"):
-            default = chosen.get(name, getattr(base, name))
-            notes.append(f"No {name} given: using {default}.")
+            notes.append(f"No {name} given: using {chosen.get(name, getattr(base, name))}.")
+        elif name != "total_steps":
+            others.append(f"{name} {chosen.get(name, getattr(base, name)):g}")
+    if others:
+        notes.append(f"Defaults not in the spec: {', '.join(others)}; no step limit unless total_steps is given.")
     return Training(**chosen)
+
+
+def constraints(facts: Facts, notes: list[str], random_ids: bool, tools: bool = True) -> Constraints:
+    """English-only code always; shuffled ids and names as the family does (noted when the spec is silent)."""
+    if not facts.no_chinese:
+        notes.append("Code, comments and prompts in code are English only (the default).")
+    if random_ids and not facts.random_names:
+        notes.append("Player ids and names are drawn at random every episode (the family's default).")
+    return Constraints(no_chinese_in_code=True, random_ids_and_names=random_ids, use_openai_sdk_tools=tools)
 
 
 def reward(facts: Facts, notes: list[str], per: str = "") -> RewardScheme:
