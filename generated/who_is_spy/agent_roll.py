@@ -4,12 +4,12 @@ task_id is the game's seed: unique per task, never empty, shared by the grpo_n e
 Batch size and group size come from config.yaml; the server updates the weights on its own.
 """
 
-import itertools
+import argparse
 import json
 import os
 from pathlib import Path
 
-from vibe_rl.swarm import SwarmClient, Task, TrainJob, run_in_flight
+from vibe_rl.swarm import SwarmClient, Task, TrainJob, run_in_flight, schedule, split_held_out
 
 from agent_run import run_episode
 
@@ -26,19 +26,27 @@ def load_tasks() -> list[Task]:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--eval", type=int, default=0, metavar="N", help="hold out the last N tasks; play them as eval "
+                    "episodes (logged as eval/*, never trained on) at the start and every --eval-every updates")
+    ap.add_argument("--eval-every", type=int, default=5, metavar="K", help="weight updates between eval rounds")
+    args = ap.parse_args()
     swarm = SwarmClient(SWARM_URL)
     swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(CONFIG))
     job = swarm.job  # what the server runs: its --model/--set overrides win (e.g. small batches on CPU)
-    tasks = load_tasks()
+    tasks, held_out = split_held_out(load_tasks(), args.eval)
 
-    def rollout(task: Task) -> None:
-        with swarm.episode(task, timeout=DISCARD_EPISODE_TIMEOUT) as ep:  # aborted if the game raises
+    def rollout(item: tuple[Task, bool]) -> None:
+        task, is_eval = item
+        with swarm.episode(task, timeout=DISCARD_EPISODE_TIMEOUT, eval=is_eval) as ep:  # aborted if the game raises
             output = run_episode(task, ep.credentials)
             ep.end(output)
-        print(f"task {task.task_id}: reward {output.reward} winner {output.metadata['winner']}", flush=True)
+        print(f"{'eval ' * is_eval}task {task.task_id}: reward {output.reward} winner {output.metadata['winner']}",
+              flush=True)
 
-    # Endless epochs over the dataset; each task is played job.grpo_n times (one GRPO group).
-    episodes = (task for _ in itertools.count() for task in tasks for _ in range(job.grpo_n))
+    # Endless epochs over the training tasks, each played grpo_n times (one GRPO group); with --eval N the last
+    # N tasks are held out and played as eval episodes every --eval-every updates.
+    episodes = schedule(tasks, job.grpo_n, held_out, args.eval_every, step=lambda: swarm.status().global_step)
     run_in_flight(rollout, episodes, max_in_flight=job.batch_size * job.grpo_n)
 
 

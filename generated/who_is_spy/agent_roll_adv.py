@@ -4,12 +4,12 @@ Each game opens one episode on each server (open_episodes); each server gets its
 task_id is the game's seed: unique per task, never empty, the GRPO group key on both servers.
 """
 
-import itertools
+import argparse
 import json
 import os
 from pathlib import Path
 
-from vibe_rl.swarm import SwarmClient, Task, TrainJob, open_episodes, run_in_flight
+from vibe_rl.swarm import SwarmClient, Task, TrainJob, open_episodes, run_in_flight, schedule, split_held_out
 
 from agent_run_adv import run_episode_adv
 
@@ -28,21 +28,29 @@ def load_tasks() -> list[Task]:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--eval", type=int, default=0, metavar="N", help="hold out the last N tasks; play them as eval "
+                    "episodes (logged as eval/*, never trained on) at the start and every --eval-every updates")
+    ap.add_argument("--eval-every", type=int, default=5, metavar="K", help="weight updates between eval rounds")
+    args = ap.parse_args()
     swarms = {name: SwarmClient(url) for name, (url, _) in SERVERS.items()}
     for name, swarm in swarms.items():
         swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(SERVERS[name][1]))
     jobs = [swarm.job for swarm in swarms.values()]  # what the servers run: their --model/--set overrides win
-    tasks = load_tasks()
+    tasks, held_out = split_held_out(load_tasks(), args.eval)
 
-    def rollout(task: Task) -> None:
-        with open_episodes(swarms, task, timeout=DISCARD_EPISODE_TIMEOUT) as eps:  # aborted if the game raises
+    def rollout(item: tuple[Task, bool]) -> None:
+        task, is_eval = item
+        with open_episodes(swarms, task, timeout=DISCARD_EPISODE_TIMEOUT, eval=is_eval) as eps:  # aborted on errors
             outputs = run_episode_adv(task, eps["server1"].credentials, eps["server2"].credentials)
             eps.end(dict(zip(eps, outputs, strict=True)))
-        print(f"task {task.task_id}: winner {outputs[0].metadata['winner']}", flush=True)
+        print(f"{'eval ' * is_eval}task {task.task_id}: winner {outputs[0].metadata['winner']}", flush=True)
 
     # Both servers share the group size; the larger batch keeps both pools fed.
-    grpo_n = jobs[0].grpo_n
-    episodes = (task for _ in itertools.count() for task in tasks for _ in range(grpo_n))
+    # Endless epochs over the training tasks, each played grpo_n times (one GRPO group); with --eval N the last
+    # N tasks are held out and played as eval episodes every --eval-every updates.
+    grpo_n, first = jobs[0].grpo_n, next(iter(swarms.values()))
+    episodes = schedule(tasks, grpo_n, held_out, args.eval_every, step=lambda: first.status().global_step)
     run_in_flight(rollout, episodes, max_in_flight=max(job.batch_size for job in jobs) * grpo_n)
 
 

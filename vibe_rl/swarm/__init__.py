@@ -7,6 +7,7 @@ Importing this package is light (no torch, no fastapi): a generated project's
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.client import InFlightReport, SwarmClient, SwarmHTTPError, run_in_flight
 from vibe_rl.swarm.episodes import Episode, Episodes, LLMRouter, RoleLLM, open_episodes
+from vibe_rl.swarm.schedule import schedule, split_held_out
 
 __all__ = [
     "Episode",
@@ -22,4 +23,6 @@ __all__ = [
     "WorkflowOutput",
     "open_episodes",
     "run_in_flight",
+    "schedule",
+    "split_held_out",
 ]
