@@ -21,6 +21,11 @@ from vibe_rl.swarm.auth import registry_path
 
 from .conftest import ROOT_CLI, admin, error
 
+def _flat(text: str) -> str:
+    """CLI output without the error box's borders and line wrapping."""
+    return " ".join(text.replace("│", " ").split())
+
+
 CONTROL = [("POST", "/control/start"), ("POST", "/control/stop"), ("GET", "/control/status"),
            ("GET", "/control/traces"), ("POST", "/episode/begin")]
 
@@ -76,14 +81,14 @@ def test_item1_server_config_static_model_may_not_take_the_trainable_name(tmp_pa
     job.write_text(yaml.safe_dump(TrainJob(static_models=[StaticModel(name="tiny")]).model_dump(mode="json")))
     out = subprocess.run([*ROOT_CLI, "swarm", "start", "--port", str(free_port()), "--model", "tiny",
                           "--config", str(job)], capture_output=True, text=True, timeout=120)
-    assert out.returncode != 0 and "trainable model's name" in out.stdout + out.stderr
+    assert out.returncode != 0 and "trainable model's name" in _flat(out.stdout + out.stderr)
 
 
 def test_item1_a_public_bind_needs_a_token_the_operator_chose(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIBE_RL_SWARM_TOKEN")}
     out = subprocess.run([*ROOT_CLI, "swarm", "start", "--host", "0.0.0.0", "--port", str(free_port())],
                          capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
-    assert out.returncode != 0 and "--token-file" in out.stdout + out.stderr
+    assert out.returncode != 0 and "--token-file" in _flat(out.stdout + out.stderr)
 
 
 def test_item2_end_and_abort_need_the_episodes_own_key(server):

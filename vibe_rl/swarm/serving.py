@@ -32,9 +32,7 @@ Episode lifecycle (documented contract):
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import math
 import secrets
 import time
 import uuid
@@ -43,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.schema import TrainJob
+from vibe_rl.swarm import bounds
 from vibe_rl.swarm.auth import same_token
 from vibe_rl.swarm.chat import PrefixCache
 from vibe_rl.swarm.config import ServerConfig
@@ -281,10 +280,7 @@ class SwarmServing(UpdateLoop):
                         retry_after=0.5)
 
     def begin(self, discard_timeout: float | None, base_url: str, kind: str = "train") -> BeginEpisodeResponse:
-        cap = self.config.max_discard_timeout
-        if discard_timeout is not None and not (math.isfinite(discard_timeout) and 0 < discard_timeout <= cap):
-            raise ApiError(400, f"discard_episode_timeout must be a finite number of seconds in (0, {cap:g}]; got "
-                                f"{discard_timeout!r}.", code="invalid_request", param="discard_episode_timeout")
+        bounds.check_discard_timeout(self.config, discard_timeout)
         if self.state != ROLLING:
             raise self._not_ready("begin_episode")
         ep = Episode(uuid=uuid.uuid4().hex, api_key=secrets.token_urlsafe(32),
@@ -309,25 +305,6 @@ class SwarmServing(UpdateLoop):
                             "`Authorization: Bearer <key>`) or the server's admin token may end or abort it.",
                        code="invalid_api_key" if credential else "missing_api_key")
 
-    def check_end(self, req: EndEpisodeRequest) -> None:
-        """Bounds of an end request (400 with the field), before anything is stored."""
-        cfg = self.config
-        reward = req.output.reward
-        if not (math.isfinite(reward) and abs(reward) <= cfg.max_abs_reward):
-            raise ApiError(400, f"reward {reward!r} is out of range: rewards must be finite with |reward| <= "
-                                f"{cfg.max_abs_reward:g} (ServerConfig.max_abs_reward). Scale or clip it.",
-                           code="reward_out_of_range", param="output.reward")
-        if len(req.task.task_id) > cfg.max_task_id_chars:
-            raise ApiError(400, f"task_id has {len(req.task.task_id)} characters; at most {cfg.max_task_id_chars} "
-                                "are accepted. Use a short stable id (e.g. the seed).", code="task_id_too_long",
-                           param="task.task_id")
-        size = len(json.dumps([req.task.model_dump(mode="json"), req.output.metadata], ensure_ascii=False,
-                              default=str).encode())
-        if size > cfg.max_metadata_bytes:
-            raise ApiError(400, f"The task and output metadata take {size} bytes as JSON; at most "
-                                f"{cfg.max_metadata_bytes} are accepted. Store large artefacts elsewhere and "
-                                "keep a reference.", code="metadata_too_large", param="output.metadata")
-
     def _lookup(self, episode_uuid: str) -> Episode:
         ep = self.episodes.get(episode_uuid)
         if ep is not None:
@@ -341,7 +318,7 @@ class SwarmServing(UpdateLoop):
                        code="episode_not_found", param="episode_uuid")
 
     async def end(self, req: EndEpisodeRequest, credential: str | None, admin: bool) -> dict[str, Any]:
-        self.check_end(req)
+        bounds.check_end(self.config, req)
         ep = self.episodes.get(req.episode_uuid)
         if ep is None:
             if self.store is None and self.gone.get(req.episode_uuid) is None:
@@ -441,10 +418,8 @@ class SwarmServing(UpdateLoop):
         from vibe_rl.swarm import generate
 
         ep = self.episode_for_key(api_key)
-        if len(req.messages) > self.config.max_messages:
-            raise ApiError(400, f"The call has {len(req.messages)} messages; at most {self.config.max_messages} are "
-                                "accepted (ServerConfig.max_messages). Keep only recent turns.",
-                           code="too_many_messages", param="messages")
+        bounds.check_messages(self.config, req)
+        bounds.check_tool_calls(req)
         player = req.user or player_header
         if self.job is None:
             raise self._not_ready("chat completions")
@@ -494,3 +469,4 @@ class SwarmServing(UpdateLoop):
         self.inflight -= 1
         if self.inflight == 0:
             self._drained.set()
+

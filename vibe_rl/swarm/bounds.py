@@ -1,0 +1,59 @@
+"""Bounds of what one request may ask for, checked before anything reaches the engine or the store.
+
+Each check raises `ApiError(400)` naming the field and the limit (the limits live in
+`ServerConfig`: max_abs_reward, max_task_id_chars, max_metadata_bytes, max_messages,
+max_discard_timeout). Request size (413) and content type are checked earlier, by `guard.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from vibe_rl.swarm.config import ServerConfig
+from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest, EndEpisodeRequest
+
+
+def check_end(cfg: ServerConfig, req: EndEpisodeRequest) -> None:
+    """Bounds of an end request (400 with the field), before anything is stored."""
+    reward = req.output.reward
+    if not (math.isfinite(reward) and abs(reward) <= cfg.max_abs_reward):
+        raise ApiError(400, f"reward {reward!r} is out of range: rewards must be finite with |reward| <= "
+                            f"{cfg.max_abs_reward:g} (ServerConfig.max_abs_reward). Scale or clip it.",
+                       code="reward_out_of_range", param="output.reward")
+    if len(req.task.task_id) > cfg.max_task_id_chars:
+        raise ApiError(400, f"task_id has {len(req.task.task_id)} characters; at most {cfg.max_task_id_chars} "
+                            "are accepted. Use a short stable id (e.g. the seed).", code="task_id_too_long",
+                       param="task.task_id")
+    size = len(json.dumps([req.task.model_dump(mode="json"), req.output.metadata], ensure_ascii=False,
+                          default=str).encode())
+    if size > cfg.max_metadata_bytes:
+        raise ApiError(400, f"The task and output metadata take {size} bytes as JSON; at most "
+                            f"{cfg.max_metadata_bytes} are accepted. Store large artefacts elsewhere and "
+                            "keep a reference.", code="metadata_too_large", param="output.metadata")
+
+
+def check_discard_timeout(cfg: ServerConfig, timeout: float | None) -> None:
+    cap = cfg.max_discard_timeout
+    if timeout is not None and not (math.isfinite(timeout) and 0 < timeout <= cap):
+        raise ApiError(400, f"discard_episode_timeout must be a finite number of seconds in (0, {cap:g}]; got "
+                            f"{timeout!r}.", code="invalid_request", param="discard_episode_timeout")
+
+
+def check_messages(cfg: ServerConfig, req: ChatCompletionRequest) -> None:
+    if len(req.messages) > cfg.max_messages:
+        raise ApiError(400, f"The call has {len(req.messages)} messages; at most {cfg.max_messages} are "
+                            "accepted (ServerConfig.max_messages). Keep only recent turns.",
+                       code="too_many_messages", param="messages")
+
+
+def check_tool_calls(req: ChatCompletionRequest) -> None:
+    """Assistant tool_calls must be OpenAI-shaped (function.name a string, arguments a string or object): 400."""
+    for i, message in enumerate(req.messages):
+        for k, call in enumerate(message.tool_calls or []):
+            fn = call.get("function")
+            if not (isinstance(fn, dict) and isinstance(fn.get("name"), str)
+                    and isinstance(fn.get("arguments", ""), (str, dict))):
+                raise ApiError(400, f"messages[{i}].tool_calls[{k}] is malformed: it needs "
+                                    '{"type": "function", "function": {"name": "<str>", "arguments": "<JSON str>"}}.',
+                               code="invalid_tool_calls", param=f"messages.{i}.tool_calls")
