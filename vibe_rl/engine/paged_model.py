@@ -23,9 +23,12 @@ Supported: Qwen2, Qwen3, Llama and Mistral-style decoders without sliding window
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from vibe_rl.extras import require
+
+log = logging.getLogger(__name__)
 
 SUPPORTED = ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM")
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # few buckets: each (batch, context) pair is one capture
@@ -198,7 +201,6 @@ class PagedModel:
     def _decode(self, inp: Any, nblk: int) -> Any:
         """inp (3, b): token ids, positions, row slots -> next-token logits (b, V). Graph-safe."""
         torch = require("torch")
-        F = torch.nn.functional
         ids, pos, rows = inp[0], inp[1], inp[2]
         bs, length = self.block_size, nblk * self.block_size
         table = self.tables[rows, :nblk]  # (b, nblk)
@@ -207,10 +209,13 @@ class PagedModel:
         b = ids.shape[0]
 
         def attend(i: int, q: Any) -> Any:
+            # Plain matmuls, not a fused kernel: one query per head and few sequences give a fused
+            # kernel only Hkv * b thread blocks to walk L keys each, while batched GEMMs split L too.
             qs = q.view(b, self.n_kv, self.group, self.head_dim).transpose(0, 1)  # (Hkv, b, G, d)
             keys, values = self._gather(self.k[i], table), self._gather(self.v[i], table)  # (Hkv, b, L, d)
-            o = F.scaled_dot_product_attention(qs, keys, values, attn_mask=valid, scale=self.scaling)
-            return o.transpose(0, 1).reshape(b, self.n_heads, self.head_dim)
+            scores = torch.matmul(qs, keys.transpose(-1, -2)).float() * self.scaling  # (Hkv, b, G, L)
+            probs = scores.masked_fill(~valid, float("-inf")).softmax(dim=-1).to(values.dtype)
+            return torch.matmul(probs, values).transpose(0, 1).reshape(b, self.n_heads, self.head_dim)
 
         return self.lm_head(self._layers(ids, pos, write, attend))  # (b, V)
 
@@ -232,6 +237,8 @@ class PagedModel:
         bucket = next((x for x in BATCH_BUCKETS if x >= b), b)
         nblk = min(self.max_blocks, 1 << max(4, (need - 1).bit_length()))  # contexts of 256, 512, ... tokens
         graph = self._graphs.get((bucket, nblk, nucleus)) or self._capture(bucket, nblk, nucleus)
+        if graph is None:  # capture failed: decode eagerly from now on
+            return self.decode(ids, pos, rows, params, seeds)
         pad = bucket - b
         graph.inp.copy_(torch.tensor([ids + [0] * pad, pos + [0] * pad, rows + [self.max_rows] * pad,
                                       seeds[0] + [0] * pad, seeds[1] + [0] * pad], dtype=torch.long),
@@ -244,7 +251,16 @@ class PagedModel:
     def _step(self, inp: Any, params: Any, nblk: int, nucleus: bool) -> tuple[Any, Any, Any]:
         return sample(self._decode(inp[:3], nblk), params, inp[3:], nucleus)
 
-    def _capture(self, bucket: int, nblk: int, nucleus: bool) -> _Graph:
+    def _capture(self, bucket: int, nblk: int, nucleus: bool) -> _Graph | None:
+        try:
+            return self._try_capture(bucket, nblk, nucleus)
+        except Exception as exc:  # a driver or library that cannot capture: slower, never wrong
+            log.warning("CUDA graph capture failed (%s); paged decoding runs eagerly from now on", exc)
+            self.use_graphs = False
+            self._graphs.clear()
+            return None
+
+    def _try_capture(self, bucket: int, nblk: int, nucleus: bool) -> _Graph:
         torch = require("torch")
         inp = torch.zeros(5, bucket, dtype=torch.long, device=self.device)
         inp[2] = self.max_rows  # every row pads: writes go to scratch while warming up and capturing
@@ -256,7 +272,9 @@ class PagedModel:
                 self._step(inp, params, nblk, nucleus)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool):
+        # thread_local: other threads of the server (a frozen static-model copy, the event loop) may use
+        # CUDA while this one captures
+        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
             out = self._step(inp, params, nblk, nucleus)
         self._graphs[(bucket, nblk, nucleus)] = captured = _Graph(graph, inp, params, out)
         return captured
