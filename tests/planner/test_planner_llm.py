@@ -85,3 +85,15 @@ def test_cli_auto_uses_openai_when_key_is_set(good, tmp_path):
     assert json.loads(done.stdout)["training"]["grpo_n"] == 6
     assert len(api.requests) == 1 and "sk-test-secret" not in done.stdout + done.stderr
     assert not any(tmp_path.iterdir())  # --dry-run writes nothing
+
+
+def test_llm_plan_lists_the_paths_and_env_vars_it_left_out(good, monkeypatch):
+    from vibe_rl.planner import plan
+
+    text = SEED.read_text(encoding="utf-8") + "\n- Evaluate against /models/judge-7b, key in JUDGE_API_KEY\n"
+    with ScriptedAPI([json.dumps(good)]) as api:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", api.url)
+        spec = plan(text, planner="openai")
+    assert "Evaluate against /models/judge-7b, key in JUDGE_API_KEY" in spec.unparsed
+    assert not any("qwen-max" in clause or "DASHSCOPE" in clause for clause in spec.unparsed)  # those landed

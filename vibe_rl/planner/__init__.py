@@ -55,7 +55,19 @@ def plan(text: str, planner: str = "auto", name: str | None = None, family: str 
         spec = OfflinePlanner().plan(text, family=family)
     else:
         spec = get_planner(planner).plan(text)
+        if resolve(planner) != "offline":
+            spec = _with_missing_names(spec, text)
     return _renamed(spec, name)
+
+
+def _with_missing_names(spec: TaskSpec, text: str) -> TaskSpec:
+    """An LLM's plan plus the clauses whose paths, URLs, env vars or model names it left out (numbers cannot be
+    checked without the offline planner's marks)."""
+    from vibe_rl.planner.text import SpecText, strings_of
+
+    missing = SpecText(text).unparsed(strings_of(spec.model_dump(mode="json")), numbers=False)
+    extra = [clause for clause in missing if clause not in spec.unparsed]
+    return spec.model_copy(update={"unparsed": [*spec.unparsed, *extra]}) if extra else spec
 
 
 def _renamed(spec: TaskSpec, name: str | None) -> TaskSpec:

@@ -87,12 +87,13 @@ class SpecText:
     def understood(self, start: int, end: int) -> bool:
         return any(a <= start and end <= b for a, b in self.spans)
 
-    def unparsed(self, landed: Iterable[str]) -> list[str]:
-        """The clauses holding a fact that is neither marked nor among `landed` (the TaskSpec's strings)."""
+    def unparsed(self, landed: Iterable[str], numbers: bool = True) -> list[str]:
+        """The clauses holding a fact that is neither marked nor among `landed` (the TaskSpec's strings).
+        `numbers=False` checks only paths, URLs, env vars and model names (for plans without marked spans)."""
         values = {v.lower() for v in landed}
         out: list[str] = []
         for m in TOKEN.finditer(self.text):
-            if self.understood(*m.span()) or self._ignored(m):
+            if self.understood(*m.span()) or self._ignored(m) or (m.lastgroup == "num" and not numbers):
                 continue
             token = m.group().rstrip(".").lower()
             if m.lastgroup != "num" and (token in values or any(token in v for v in values)):
