@@ -83,11 +83,12 @@ def health_notes(root: Path, statuses: dict[str, dict[str, Any]], progress: dict
         if spec.constraints.use_openai_sdk_tools:
             bad, total = unparseable_share(root, name)
             if total >= UNPARSEABLE_MIN and bad / total > UNPARSEABLE_SHARE:
-                notes.append(f"{name}: {bad} of the latest {total} model answers hold no parseable tool call, so "
-                             "the game played its fallback move for them and equal moves give equal rewards. Likely "
-                             "fix: give a parse failure the lowest reward of the game (one rule, the same for every "
-                             "seat), shorten the prompt, or start from a model that follows the tool format "
-                             "(the CPU tiny model almost never does)")
+                notes.append(f"{name}: {bad} of the latest {total} model answers hold no parseable tool call. Where "
+                             "those calls offered tools (a move, a vote), the game took its no-action outcome, and "
+                             "equal outcomes give equal rewards (zero gradient). Likely fix: score an answer with no "
+                             "valid action as that seat's worst outcome, never a fallback move (write-swarm-client: "
+                             "unparseable answers), shorten the prompt, or start from a model that follows the tool "
+                             "format (the CPU tiny model almost never does); `vibe-rl play DIR` shows the answers")
         if prog is not None:
             streak = 0
             for u in updates_since(root, name, prog.start_step):
