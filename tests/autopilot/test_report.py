@@ -21,3 +21,21 @@ def test_no_note_without_an_update():
 def test_reward_so_far_reads_the_latest_updates():
     mean, episodes = reward_so_far({"a": _status(2, 0, 1.0), "b": _status(2, 0, 0.0)})
     assert mean == 0.5 and episodes == 8
+
+
+def test_the_headline_says_whether_this_runs_updates_moved_any_weight_and_what_was_resumed():
+    from vibe_rl.autopilot.report import RunReport
+
+    flat = RunReport("p", "agent_roll", 1, outcome="success", global_step=21, start_steps={"server1": 20},
+                     new_updates={"server1": 1}, signal_steps={"server1": None})
+    text = flat.render()
+    assert text.startswith("[vibe-rl] weight updates made, but every one had zero gradient: global step 21")
+    assert "updates made by this run: server1 1" in text and "training has started" not in text
+    assert "resumed from a checkpoint (server1 at step 20); those earlier steps are not counted" in text
+    moved = RunReport("p", "agent_roll", 1, outcome="success", global_step=2, start_steps={"server1": 0},
+                      new_updates={"server1": 2}, signal_steps={"server1": 2})
+    text = moved.render()
+    assert text.startswith("[vibe-rl] training has started") and "first update with a non-zero gradient: step 2" in text
+    assert "resumed" not in text
+    again = RunReport.from_dict(__import__("dataclasses").asdict(moved))
+    assert again.render() == text

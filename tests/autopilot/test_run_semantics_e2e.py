@@ -45,7 +45,7 @@ def test_second_run_after_a_rule_change_reports_the_resume_and_counts_only_new_u
     assert f"server1: resuming the checkpoint at global step {resumed}" in out
     assert rep["start_steps"] == {"server1": resumed}
     assert rep["new_updates"]["server1"] >= 1 and rep["global_step"] >= resumed + 1  # a new update, not the old step
-    assert f"resumed from checkpoints at step server1 {resumed}; those earlier steps are not counted" in out
+    assert f"resumed from a checkpoint (server1 at step {resumed}); those earlier steps are not counted" in out
     store = Store(exp / "swarm.sqlite")
     stale = store.counts().get("stale", 0)
     store.close()

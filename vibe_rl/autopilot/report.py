@@ -66,8 +66,8 @@ class RunReport:
             lines.append(f"[vibe-rl] {head}: global step {self.global_step} in mode {self.mode}; "
                          f"updates made by this run: {made} (--until {self.until})")
             if resumed:
-                lines.append("  resumed from checkpoints at step " + ", ".join(f"{k} {v}" for k, v in resumed.items())
-                             + "; those earlier steps are not counted")
+                lines.append("  resumed from a checkpoint (" + ", ".join(f"{k} at step {v}" for k, v in resumed.items())
+                             + "); those earlier steps are not counted")
             for k, v in self.signal_steps.items():
                 if v is not None:
                     lines.append(f"  {k}: first update with a non-zero gradient: step {v}")
@@ -79,7 +79,8 @@ class RunReport:
             lines.append(f"[vibe-rl] run {self.outcome}: this run did not make {self.target_step} update(s) "
                          f"(--until {self.until})")
             if resumed:
-                lines.append("  resumed from checkpoints at step " + ", ".join(f"{k} {v}" for k, v in resumed.items()))
+                lines.append("  resumed from a checkpoint (" + ", ".join(f"{k} at step {v}" for k, v in resumed.items())
+                             + ")")
             if self.final_diagnosis:  # shown in full above; here without the evidence block
                 lines += [x for x in self.final_diagnosis.splitlines() if not x.startswith("    ")
                           and x.strip() != "evidence:"]
