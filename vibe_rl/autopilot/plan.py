@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from vibe_rl.autopilot import identity
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 from vibe_rl.autopilot.watcher import ServerView
+from vibe_rl.engine.memory import server_fit
 from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
 from vibe_rl.swarm.auth import ENV_TOKEN_FILE, TOKEN_FILE_NAME, ensure_token_file
@@ -143,6 +144,8 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
             max_tokens = max_tokens or effective["rollout.max_tokens"].split()[0]
         cmd += "".join(f" --set {shlex.quote(o)}" for o in sets)
         gpus = [ids[i] if i < have else str(i) for i in split[s.name]]
+        if not cpu:  # the server shards over all its GPUs (one process each); say whether the model fits them
+            notes.append(server_fit(s, len(gpus), root).message)
         env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(gpus), "PYTHONUNBUFFERED": "1"}
         sess = SessionSpec(identity.server_session(spec, root, s.name), cmd, root, root / "logs", env,
                            str(server_venv / "bin"))

@@ -65,6 +65,10 @@ def register(app: typer.Typer) -> None:
             task, used = plan(spec, planner=planner, name=name, family=family), resolve(planner)
         _show(task, used, as_json)
         if dry_run:
+            from vibe_rl.engine.memory import spec_fit_notes
+
+            for fit in spec_fit_notes(task):  # per-GPU memory of each server: does its model fit?
+                typer.echo(fit.message, err=as_json)
             return
         target = out or Path("generated") / task.name
         files = render_project(task, target, force=force)

@@ -221,6 +221,12 @@ class Doctor:
         self.check_sizes(spec)
         if spec is not None:
             check_plan(self, spec)
+            from vibe_rl.engine.memory import spec_fit_notes
+
+            for fit in spec_fit_notes(spec, self.root):  # will each server's model fit the GPUs it gets?
+                if not fit.fits:
+                    self.add("warning", fit.config, 0, fit.message.split(": WILL NOT FIT")[0] + ": will not fit",
+                             "use " + fit.fix)
         # hand-written projects: schema errors, a family with no template
         from vibe_rl.scaffold import handwritten
 

@@ -1,0 +1,64 @@
+"""The per-GPU memory estimate said before a run (new --dry-run, doctor, vibe-rl run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from vibe_rl.engine.memory import Estimate, count_parameters, fit_note, params_from_config, params_from_name
+
+
+def test_parameter_count_from_config_is_exact(tiny_model_dir):
+    from vibe_rl.engine.loader import load_causal_lm
+
+    model = load_causal_lm(tiny_model_dir, "cpu", None)
+    counted, source = count_parameters(str(tiny_model_dir))
+    assert counted == sum(p.numel() for p in model.parameters())
+    assert source.endswith("config.json")
+
+
+def test_parameter_count_of_published_shapes():
+    from vibe_rl.engine.shapes import QWEN_VOCAB, SHAPES
+
+    billions = {k: params_from_config({**SHAPES[k], "vocab_size": QWEN_VOCAB}) / 1e9 for k in ("0.5b", "7b", "14b")}
+    assert billions["0.5b"] == pytest.approx(0.494, abs=0.01)  # Qwen2.5-0.5B
+    assert billions["7b"] == pytest.approx(7.62, abs=0.02)  # Qwen2.5-7B
+    assert billions["14b"] == pytest.approx(14.77, abs=0.03)  # Qwen2.5-14B
+
+
+def test_size_from_the_name_when_the_path_is_elsewhere():
+    assert params_from_name("/models/Qwen2.5-14B-Instruct") == 14_000_000_000
+    assert params_from_name("Qwen/Qwen2.5-0.5B") == 500_000_000
+    assert params_from_name("SmolLM2-360M-Instruct") == 360_000_000
+    assert params_from_name("gpt2") is None
+    assert count_parameters("/nowhere/Llama-3.1-8B")[0] == 8_000_000_000
+
+
+def test_sharding_divides_the_training_state_and_lora_shrinks_it():
+    p = 7_000_000_000
+    one, two, four = (Estimate.of(p, n, lora=False).per_gpu_gb for n in (1, 2, 4))
+    assert one > two > four
+    assert Estimate.of(p, 1, lora=True).per_gpu_gb < one / 3
+
+
+def test_a_full_14b_fine_tune_does_not_fit_one_80gb_gpu_and_the_note_names_the_fixes():
+    fits, note = fit_note("server1", "/models/Qwen2.5-14B-Instruct", 1, lora=False, gpu_gb=80)
+    assert not fits
+    assert "WILL NOT FIT" in note and "model.lora.rank" in note and "3 GPUs" in note and "smaller model" in note
+    fits, note = fit_note("server1", "/models/Qwen2.5-14B-Instruct", 4, lora=False, gpu_gb=80)
+    assert fits and note.endswith("fits")
+    assert fit_note("server1", "tiny", 4, lora=False)[0]
+
+
+def test_new_dry_run_says_whether_each_server_fits():
+    proc = subprocess.run([sys.executable, "-m", "vibe_rl", "new", "--dry-run", "--json",
+                           "who is spy with 2 GPUs, model path /models/Qwen2.5-14B-Instruct"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    json.loads(proc.stdout)  # stdout stays the TaskSpec JSON; the estimate goes to stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("memory: ")]
+    assert lines and all("14.0B parameters" in line for line in lines), proc.stderr
+    assert any("WILL NOT FIT" in line and "LoRA" in line for line in lines), lines
