@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_note, training
-from vibe_rl.planner.facts import Facts, Found
-from vibe_rl.planner.text import NUM, to_int
+from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
@@ -19,11 +19,6 @@ from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人对战|人游戏)"
 TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋))"
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
-
-
-def _found(facts: Facts, pattern: str) -> Found | None:
-    m = facts.src.search(pattern, mark=False)
-    return Found(to_int(next(g for g in m.groups() if g)), *m.span()) if m else None
 
 
 def title_of(text: str) -> str:
@@ -40,8 +35,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     text = facts.text.strip()
     quote = text.replace("\\", "/").replace('"""', "'''")  # safe inside the docstring
     game = {"title": title_of(text), "spec_text": text, "spec_quote": "" if CJK.search(text) else quote}
-    game_parameter(facts, game, "num_players", _found(facts, PLAYERS), notes, manifest, "player count")
-    game_parameter(facts, game, "max_turns", _found(facts, TURNS), notes, manifest, "turn limit")
+    game_parameter(facts, game, "num_players", facts.find(PLAYERS), notes, manifest, "player count")
+    game_parameter(facts, game, "max_turns", facts.find(TURNS), notes, manifest, "turn limit")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     model_path = facts.use(first) or "tiny"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_note, training
-from vibe_rl.planner.facts import Facts, Found
-from vibe_rl.planner.text import NUM, to_int
+from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
@@ -25,14 +25,6 @@ SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|s
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
 
 
-def _first(facts: Facts, patterns: list[str]) -> Found | None:
-    for pattern in patterns:
-        m = facts.src.search(pattern, mark=False)
-        if m:
-            return Found(to_int(m.group(1)), *m.span())
-    return None
-
-
 def _side_of(text: str, position: int) -> str | None:
     """The team named last in the 60 characters before a model is mentioned."""
     window = text[max(0, position - 60):position]
@@ -43,7 +35,7 @@ def _side_of(text: str, position: int) -> str | None:
 
 def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
     game: dict = {}
-    players, spies, civilians = _first(facts, PLAYERS), _first(facts, SPIES), _first(facts, CIVILIANS)
+    players, spies, civilians = facts.find(*PLAYERS), facts.find(*SPIES), facts.find(*CIVILIANS)
     if players is None and spies is not None and civilians is not None:
         game["num_players"] = facts.use(spies) + facts.use(civilians)
     elif spies is None and players is not None and civilians is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.planner.servers import GpuFacts, ServerFacts, gpu_facts, server_facts
-from vibe_rl.planner.text import NUM, SpecText, to_int
+from vibe_rl.planner.text import NUM, Found, SpecText, to_int
 from vibe_rl.schema.job import StaticModel
 
 # Static models people name in specs: pattern -> (base_url, api_key_env).
@@ -29,15 +29,6 @@ _FLOAT = r"(\d+(?:\.\d+)?(?:e-?\d+)?)"
 WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|winners?|winning|wins?\b|won\b"
 LOSS_WORDS = r"败者|失败者?|败方|负方|负者|输方|输家|输了?|losers?|losing|loss(?:es)?\b|lose[sd]?\b|lost\b"
 _SIGNED = r"(?<![\w.])([-+]?\d+(?:\.\d+)?)(?![\w.]*[%/]?\w)"
-
-
-@dataclass
-class Found:
-    """A value read from the text and where it was (marked as understood only once a rule uses it)."""
-
-    value: Any
-    start: int
-    end: int
 
 
 @dataclass
@@ -78,6 +69,15 @@ class Facts:
         self.src.mark(found.start, found.end)
         return found.value
 
+    def find(self, *patterns: str) -> Found | None:
+        """The first match of the first pattern that matches, as a number (its first non-empty group); not
+        marked: pass it to `use` once it is placed."""
+        for pattern in patterns:
+            m = self.src.search(pattern, mark=False)
+            if m:
+                return Found(to_int(next(g for g in m.groups() if g is not None)), *m.span())
+        return None
+
     @property
     def model_path(self) -> str | None:
         return self.model_paths[0].value if self.model_paths else None
@@ -93,11 +93,6 @@ def _number(src: SpecText, patterns: list[str], cast=to_int) -> Any:
         if found:
             return cast(next(g for g in found.groups() if g is not None))
     return None
-
-
-def _found(src: SpecText, pattern: str) -> Found | None:
-    m = src.search(pattern, mark=False)
-    return Found(to_int(next(g for g in m.groups() if g is not None)), *m.span()) if m else None
 
 
 def model_paths(src: SpecText) -> list[Found]:
@@ -197,9 +192,9 @@ def extract(text: str) -> Facts:
     facts.lr = _number(src, [rf"(?:\blr\b|learning[\s_-]*rate|学习率){_IS}{_FLOAT}"], float)
     facts.temperature = _number(src, [rf"(?:temperature|温度){_IS}{_FLOAT}"], float)
     facts.max_tokens = _number(src, [rf"(?:max[\s_-]*tokens|最大生成长度|最大\s*token\s*数){_IS}(\d+)"])
-    facts.rounds = _found(src, rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)")
-    facts.days = _found(src, rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)")
-    facts.num_tasks = _found(src, rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|生成|造)\D{{0,12}}?{NUM}\s*"
+    facts.rounds = facts.find(rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)")
+    facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)")
+    facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|生成|造)\D{{0,12}}?{NUM}\s*"
                                   rf"(?:games|tasks|paragraphs|对局|局|个任务|条|段))")
     facts.win, facts.loss = rewards(src)
     facts.no_chinese = bool(src.search(r"不得出现中文|不要(?:出现)?中文|不能(?:出现|有)中文|no chinese|english only|"

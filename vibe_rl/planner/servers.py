@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from vibe_rl.planner.text import NUM, SpecText, to_int
-
-if TYPE_CHECKING:
-    from vibe_rl.planner.facts import Found
+from vibe_rl.planner.text import NUM, Found, SpecText, to_int
 
 GPU = (rf"{NUM}\s*(?:x\s*)?(?:张|块|个|台)?\s*(?:gpus?|显卡|卡|cards?|[ahbv]\d{{2,3}}s?)(?![a-z0-9])"
        rf"|(?:gpus?|显卡|卡数|gpu\s*数量?)\s*(?:[:：=]|is|数为)\s*{NUM}")
@@ -65,8 +61,6 @@ def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int,
 
 
 def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFacts], list[Found]]:
-    from vibe_rl.planner.facts import Found
-
     servers: dict[int, ServerFacts] = {}
     loose_ports: list[Found] = []
     for start, end in src.clauses():
@@ -109,8 +103,6 @@ class GpuFacts:
 def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> GpuFacts:
     """GPU counts outside single-server clauses (those are read by `server_facts`). A mode's total that equals
     its per-server count times two ("4 GPUs each (8 in total)") is consistent and marked as read."""
-    from vibe_rl.planner.facts import Found
-
     out = GpuFacts()
     claimed = {s.gpus.start for s in (servers or {}).values() if s.gpus is not None}
     for start, end in src.clauses():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 # Numbers as digits, Chinese numerals or English words ("8", "八", "两", "eight").
@@ -29,6 +30,15 @@ TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<
 _ROLE_REF = r"(?:agent|server|服务器|智能体|optional|step|stage|phase|player|seat|玩家|座位|team|第)\s*#?"
 IGNORED_NUMBER = re.compile(rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s)")
+
+
+@dataclass
+class Found:
+    """A value read from the text and where it was (marked as understood only once a rule uses it)."""
+
+    value: Any
+    start: int
+    end: int
 
 
 def to_int(word: str) -> int:
