@@ -28,7 +28,7 @@ ROLE_WORDS = {
 }
 SEATS = {"werewolf": 3, "seer": 1, "witch": 1, "hunter": 1, "villager": 3}
 ROLES = list(ROLE_WORDS)
-TRAINABLE_WORDS = r"可训练|共享|参与训练|被训练|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|\btrain(?:s|ing)? (?:only )?the\b"
+TRAINABLE_WORDS = r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|\btrain(?:s|ing)? (?:only )?the\b"
 STATIC_WORDS = r"静态|冻结|\bstatic\b|\bfrozen\b"
 PLAYED_BY_WORDS = r"扮演|驱动|控制|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by|\buses?\b|使用"
 SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"

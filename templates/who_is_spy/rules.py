@@ -14,7 +14,7 @@ from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
-SPY_WORDS = r"卧底|间谍|spies|spy|undercover"
+SPY_WORDS = r"(?<!谁是)卧底|间谍|spies|(?<!who is )(?<!who is the )spy|undercover"
 CIVILIAN_WORDS = r"平民|村民|civilians?|villagers?"
 TRAIN_WORDS = r"可训练|训练|共享|trainable|trained|\bshare[sd]?\b|\btrain\b"
 PLAYERS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)",

@@ -113,7 +113,7 @@ def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
     keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", src.text)
     for pattern, base_url, key_env in KNOWN_STATIC:
         for match in src.finditer(rf"(?<![A-Za-z0-9_/.-])({pattern})(?![A-Za-z0-9_/-])"):
-            name = match.group(1)
+            name = match.group(1).rstrip(".")
             if name.lower() not in found:
                 env = key_env if key_env in keys or not keys else keys[0]
                 found[name.lower()] = (match.start(), StaticModel(name=name, base_url=base_url, api_key_env=env))
@@ -192,7 +192,8 @@ def extract(text: str) -> Facts:
     facts.lr = _number(src, [rf"(?:\blr\b|learning[\s_-]*rate|学习率){_IS}{_FLOAT}"], float)
     facts.temperature = _number(src, [rf"(?:temperature|温度){_IS}{_FLOAT}"], float)
     facts.max_tokens = _number(src, [rf"(?:max[\s_-]*tokens|最大生成长度|最大\s*token\s*数){_IS}(\d+)"])
-    facts.rounds = facts.find(rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)")
+    facts.rounds = facts.find(rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)",
+                              rf"(?:max[\s_-]*)?(?:rounds?|轮数)\s*[:：=]?\s*(?:at most|up to|最多)?\s*{NUM}")
     facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)")
     facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|生成|造)\D{{0,12}}?{NUM}\s*"
                                   rf"(?:games|tasks|paragraphs|对局|局|个任务|条|段))")

@@ -15,11 +15,12 @@ from vibe_rl.planner.text import NUM, Found, SpecText, to_int
 
 GPU = (rf"{NUM}\s*(?:x\s*)?(?:张|块|个|台)?\s*(?:gpus?|显卡|卡|cards?|[ahbv]\d{{2,3}}s?)(?![a-z0-9])"
        rf"|(?:gpus?|显卡|卡数|gpu\s*数量?)\s*(?:[:：=]|is|数为)\s*{NUM}")
-SERVER = rf"(?:swarm\s*)?(?:server|服务器)\s*#?{NUM}(?![\d.])"
+SERVER = rf"(?:swarm\s*)?(?:server|服务器)\s*#?{NUM}(?![\d.])(?!\s*(?:张|块|个)?\s*(?:卡|gpus?\b|显卡|cards?))"
 PORT = r"(?:端口|ports?)\s*(?:号)?\s*(?:[:：=]|is|are|of)?\s*(\d{2,5})((?:\s*(?:,|，|、|/|and|和|与)\s*\d{4,5})*)"
 PER_SERVER = (r"\beach\b|\bper\s+(?:swarm\s+)?server\b|apiece|分别|各(?:自|用)?|每(?:个|台)?\s*(?:swarm\s*)?"
               r"(?:server|服务器)|every server")
-EACH_SERVER = r"each (?:swarm )?server|every server|per (?:swarm )?server|每(?:个|台)?\s*(?:swarm\s*)?(?:server|服务器)"
+EACH_SERVER = (r"each (?:swarm )?server|every server|per (?:swarm )?server|每(?:个|台)?\s*(?:swarm\s*)?(?:server|服务器)"
+               r"|(?:两|2|both)\s*(?:个|台)?\s*(?:swarm\s*)?(?:servers?|服务器)\s*(?:各|each|分别)|both servers")
 TOTAL = r"in total|\btotal\b|in all|altogether|总共|一共|共计?|总计|合计"
 MODE_WORDS = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 
@@ -43,20 +44,25 @@ def _segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int, int | None]]:
-    """(seg start, seg end, server index) with inheritance from the nearest named server."""
-    segs = _segments(src, start, end)
-    named = []
-    for a, b in segs:
-        m = re.search(SERVER, src.text[a:b], re.IGNORECASE)
-        named.append(to_int(m.group(1)) - 1 if m else None)
-    out = []
-    for i, (a, b) in enumerate(segs):
-        index = named[i]
-        if index is None:
-            before = [n for n in named[:i] if n is not None]
-            after = [n for n in named[i + 1:] if n is not None]
-            index = before[-1] if before else (after[0] if after else None)
-        out.append((a, b, index))
+    """(seg start, seg end, server index). A segment naming no server takes the nearest server named before it,
+    else after it, within its group; groups end at a closing parenthesis followed by a comma ("Agent 1 uses /a
+    (server 1, 2 GPUs), Agent 2 uses /b (server 2, 6 GPUs)"), and a group naming no server continues the one
+    before it ("on server 1 (port 10086), using 4 GPUs")."""
+    out: list[tuple[int, int, int | None]] = []
+    bounds = [start] + [start + m.end() for m in re.finditer(r"[)）]\s*[,，]", src.text[start:end])] + [end]
+    last: int | None = None
+    for g_start, g_end in zip(bounds, bounds[1:]):
+        segs = _segments(src, g_start, g_end)
+        named = []
+        for a, b in segs:
+            m = re.search(SERVER, src.text[a:b], re.IGNORECASE)
+            named.append(to_int(m.group(1)) - 1 if m else None)
+        for i, (a, b) in enumerate(segs):
+            before = [n for n in named[:i + 1] if n is not None]
+            after = [n for n in named[i:] if n is not None]
+            index = before[-1] if before else (after[0] if after else last)
+            out.append((a, b, index))
+        last = next((n for n in reversed(named) if n is not None), last)
     return out
 
 
@@ -118,6 +124,8 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
                         or re.match(rf"\s*(?:{TOTAL})", clause[m.end():], re.IGNORECASE))
             if re.search(EACH_SERVER, clause, re.IGNORECASE) and not is_total and out.per_server is None:
                 out.per_server = found  # "each server uses 2 GPUs": every server, whatever the mode
+                if mode is None:
+                    continue
             if mode == "agent_roll" and mode not in out.mode_per_server:
                 out.mode_per_server[mode] = found  # one server: its count is the mode's count
             elif mode:
