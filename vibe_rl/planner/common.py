@@ -70,6 +70,10 @@ def planned_modes(facts: Facts, modes: list[Mode], notes: list[str]) -> list[Mod
     elif len(keep) > 1:
         notes.append(f"Modes planned: {', '.join(m.name for m in keep)}; `vibe-rl run` starts {keep[0].name} "
                      f"unless --mode says otherwise.")
+        added = [m.name for m in keep if m.name not in facts.modes_named]
+        if added and len(added) < len(keep):
+            notes.append(f"Mode(s) {', '.join(added)} added although the spec does not name them (the family "
+                         f"has them); say 'no {added[0]}' to leave one out.")
     return keep or modes[:1]
 
 

@@ -55,6 +55,7 @@ class Facts:
     short_name: str | None = None
     modes_only: list[str] = field(default_factory=list)
     modes_excluded: list[str] = field(default_factory=list)
+    modes_named: list[str] = field(default_factory=list)  # modes the spec mentions at all
     static_models: list[tuple[int, StaticModel]] = field(default_factory=list)  # (position in text, model)
     notes: list[str] = field(default_factory=list)
 
@@ -207,6 +208,7 @@ def extract(text: str) -> Facts:
         for m in src.finditer(rf"\b{tmux.group(1)}-swarm-(?:server|client)(?:-\d+)?"):
             src.mark(*m.span())
     facts.modes_only, facts.modes_excluded = modes(src)
+    facts.modes_named = [name for name, words in MODES.items() if re.search(words, text, re.IGNORECASE)]
     facts.static_models = static_models(src)
     for m in src.finditer(r"(?<![\w/])\.{0,2}/?(?:[\w.-]+/)*SKILL\.md"):
         src.mark(*m.span())
