@@ -76,7 +76,13 @@ class DistEnv:
         """Where other ranks reach this process's replica: loopback on one host, else this node's address."""
         if self.single_host:
             return "127.0.0.1"
-        return os.environ.get("VIBE_RL_NODE_ADDR") or socket.gethostbyname(socket.gethostname())
+        if os.environ.get("VIBE_RL_NODE_ADDR"):
+            return os.environ["VIBE_RL_NODE_ADDR"]
+        try:
+            return socket.gethostbyname(socket.gethostname())
+        except OSError as exc:
+            raise ConfigError(f"This node's hostname does not resolve ({exc}); set VIBE_RL_NODE_ADDR to the address "
+                              "rank 0 reaches this node at.") from exc
 
     def describe(self) -> dict[str, Any]:
         """What this rank runs on, for the server status (`devices`)."""
