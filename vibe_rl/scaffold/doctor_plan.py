@@ -65,12 +65,18 @@ def check_rewards(doc: Doctor, spec: TaskSpec) -> None:
         for node in tree.body if tree else []:
             names = [getattr(e, "id", "") for t in getattr(node, "targets", []) for e in getattr(t, "elts", [])]
             if names == ["WIN", "LOSS"] and isinstance(node.value, ast.Tuple):
-                values = [getattr(v, "value", None) if isinstance(v, ast.Constant) else
-                          -getattr(v.operand, "value", 0) if isinstance(v, ast.UnaryOp) else None
-                          for v in node.value.elts]
+                values = [_number(v) for v in node.value.elts]
                 if values[0] is not None and values[0] == values[1]:
                     doc.add("error", mode.run_file, node.lineno, f"WIN and LOSS are both {values[0]}: every "
                             "advantage is zero, nothing is learned", "set WIN above LOSS, e.g. WIN, LOSS = 1.0, 0.0")
+
+
+def _number(node: ast.AST) -> float | None:
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, SyntaxError):
+        return None  # not a literal (e.g. read from the environment): nothing to compare
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _job(doc: Doctor, config: str) -> TrainJob | None:

@@ -28,7 +28,6 @@ def build_context(spec: TaskSpec, manifest: Manifest) -> dict[str, Any]:
     mode_servers = {m.name: m.servers for m in spec.modes}
     wiring = {m.name: {r: spec.model_for_role(r, m.name).name for r in spec.roles} for m in spec.modes}
     rewarded = {m.name: {s: teams[t].roles[0] for s, t in m.rewarded.items()} for m in spec.modes}
-    servers = {s.name for s in spec.servers}
     for info in manifest.modes:
         if info.name not in planned:
             first = spec.servers[0].name
@@ -47,8 +46,7 @@ def build_context(spec: TaskSpec, manifest: Manifest) -> dict[str, Any]:
         "wiring": wiring,
         "rewarded_role": rewarded,
         "main_role": {m: r[mode_servers[m][0]] for m, r in rewarded.items() if mode_servers[m][0] in r},
-        "tmux_sessions": [spec.tmux_session(s) for s in sorted(servers, key=[x.name for x in spec.servers].index)]
-        + [spec.client_session],
+        "tmux_sessions": [spec.tmux_session(s.name) for s in spec.servers] + [spec.client_session],
     }
 
 
