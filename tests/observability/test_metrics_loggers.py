@@ -4,6 +4,8 @@ with integer steps; a logger whose package is missing stops the boot with an err
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from obs_kit import play_to_step
@@ -51,6 +53,15 @@ def test_three_updates_reach_jsonl_tensorboard_and_the_updates_endpoint(live_ser
         assert f"train/{key}" in tags, tags
     assert [e.step for e in acc.Scalars("train/reward_mean")] == [1, 2, 3]
     assert [e.value for e in acc.Scalars("train/episodes")] == [2.0, 2.0, 2.0]
+
+    # `vibe-rl swarm plot` draws the curves from metrics.jsonl and prints the reward per step
+    png = server.exp_dir.parent / "curves.png"
+    done = subprocess.run([sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "plot",
+                           str(server.exp_dir), "--out", str(png)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    rows = [line.split() for line in done.stdout.splitlines() if line[:4].strip().isdigit()]
+    assert [(r[0], r[1]) for r in rows] == [("1", "0.5000"), ("2", "0.5000"), ("3", "0.5000")], done.stdout
 
 
 def test_an_unknown_logger_is_refused_with_the_choices(live_server):

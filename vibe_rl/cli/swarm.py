@@ -10,6 +10,9 @@ import typer
 def register(app: typer.Typer) -> None:
     swarm = typer.Typer(help="The swarm server (one per trainable model) and its monitor.", no_args_is_help=True)
     app.add_typer(swarm, name="swarm")
+    from vibe_rl.cli.plot import register_plot
+
+    register_plot(swarm)
 
     @swarm.command()
     def start(

@@ -1,0 +1,94 @@
+"""Reward and loss curves of an experiment directory (`vibe-rl swarm plot`, the end of `vibe-rl run`).
+
+Updates are read from `metrics.jsonl` (the jsonl logger) or, when an older run has none, from the
+`updates` table of `swarm.sqlite`. Drawing needs matplotlib (the `plot` extra), imported lazily.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from vibe_rl.errors import ConfigError
+from vibe_rl.extras import require
+from vibe_rl.swarm.loggers import METRICS_FILE, read_jsonl
+
+
+def load_updates(exp_dir: str | Path) -> list[dict[str, Any]]:
+    """Every logged update of the experiment, by step (int)."""
+    root = Path(exp_dir)
+    rows = read_jsonl(root)
+    if rows:
+        return rows
+    db = root / "swarm.sqlite"
+    if db.is_file():
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            found = con.execute("SELECT step, metrics_json, ts FROM updates ORDER BY step").fetchall()
+        except sqlite3.DatabaseError:
+            found = []
+        finally:
+            con.close()
+        return [{**json.loads(m), "step": int(s), "ts": ts} for s, m, ts in found]
+    if not root.is_dir():
+        raise ConfigError(f"{root} is not a directory: pass an experiment dir (e.g. PROJECT/experiments/server1).")
+    return []
+
+
+def _num(row: dict[str, Any], key: str) -> float:
+    value = row.get(key)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else float("nan")
+
+
+def table(updates: list[dict[str, Any]]) -> str:
+    """One line per update: step, reward mean +- std, loss, episodes, seconds per step."""
+    lines = ["step  reward (mean +- std)   loss       episodes  s/step"]
+    for row in updates:
+        lines.append(f"{row['step']:>4}  {_num(row, 'reward_mean'):8.4f} +- {_num(row, 'reward_std'):<8.4f}  "
+                     f"{_num(row, 'loss'):<9.4g}  {int(row.get('episodes', 0)):>8}  "
+                     f"{_num(row, 'seconds_per_step'):6.1f}")
+    return "\n".join(lines)
+
+
+def learning(updates: list[dict[str, Any]], k: int = 3) -> dict[str, Any] | None:
+    """Mean reward of the first k and last k updates and the margin (None with fewer than 2k updates)."""
+    rewards = [_num(row, "reward_mean") for row in updates]
+    if len(rewards) < 2 * k:
+        return None
+    first, last = sum(rewards[:k]) / k, sum(rewards[-k:]) / k
+    return {"updates": len(rewards), "first_mean": round(first, 4), "last_mean": round(last, 4),
+            "margin": round(last - first, 4), "rose": last > first}
+
+
+def draw(updates: list[dict[str, Any]], out: str | Path, title: str = "") -> Path:
+    """reward mean +- std (top) and loss (bottom) per step, written to `out` (PNG, SVG or PDF)."""
+    if not updates:
+        raise ConfigError(f"No updates to plot: the experiment has no {METRICS_FILE} rows and no recorded updates "
+                          "yet (wait for the first weight update).")
+    matplotlib = require("matplotlib", "vibe-rl swarm plot")
+    matplotlib.use("Agg")
+    plt = require("matplotlib.pyplot", "vibe-rl swarm plot")
+    steps = [row["step"] for row in updates]
+    mean = [_num(row, "reward_mean") for row in updates]
+    std = [0.0 if math.isnan(_num(row, "reward_std")) else _num(row, "reward_std") for row in updates]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    try:
+        top.plot(steps, mean, marker="o", label="reward mean")
+        top.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2,
+                         label="+- std")
+        top.set_ylabel("episode reward")
+        top.legend(loc="best")
+        top.set_title(title or "reward per weight update")
+        bottom.plot(steps, [_num(row, "loss") for row in updates], marker=".", color="tab:red")
+        bottom.set_ylabel("GRPO loss")
+        bottom.set_xlabel("global step")
+        fig.tight_layout()
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
