@@ -25,6 +25,7 @@ EXTRA_OF = {
     "wandb": "wandb",
     "swanlab": "swanlab",
     "matplotlib": "plot",
+    "datasets": "data",
 }
 
 

@@ -39,12 +39,14 @@ def get_app() -> typer.Typer:
         return app
     _registered = True
     from vibe_rl.cli import doctor, model, new, run, skills, swarm
+    from vibe_rl.cli import export as export_cmd  # issue 15
     from vibe_rl.cli import init as init_cmd  # issue 13
     from vibe_rl.cli import play as play_cmd
     from vibe_rl.cli import schema as schema_cmd
     from vibe_rl.cli import status as status_cmd
 
-    for module in (model, swarm, new, doctor, run, skills, status_cmd, init_cmd, schema_cmd, play_cmd):
+    for module in (model, swarm, new, doctor, run, skills, status_cmd, init_cmd, schema_cmd, play_cmd,
+                   export_cmd):
         module.register(app)
     return app
 

@@ -1,0 +1,80 @@
+"""`vibe-rl export CHECKPOINT OUT [--merge-lora]`: a checkpoint as a servable Hugging Face model directory.
+
+A full-weights checkpoint (`model/`) is copied as it is (weights, config, tokenizer). A LoRA checkpoint
+(`adapter/`) is merged into its base model with peft (`merge_and_unload`) when `--merge-lora` is given,
+and saved with the base model's tokenizer; the result loads with `AutoModelForCausalLM.from_pretrained(OUT)`
+and serves like any model (vLLM, transformers, `model.path` of a new job). The directory is written next
+to OUT and renamed into place, so a failed export never leaves half a model under OUT.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import typer
+
+from vibe_rl.errors import ConfigError, ModelLoadError
+
+
+def export_checkpoint(checkpoint: Path, out: Path, merge_lora: bool = False, base: str | None = None,
+                      force: bool = False) -> Path:
+    """Write `checkpoint` (a directory engine.save() wrote) to `out` as an HF model directory; returns `out`."""
+    state_file = checkpoint / "state.json"
+    if not state_file.is_file():
+        raise ModelLoadError(f"{checkpoint} is not a vibe-rl checkpoint (no state.json). Pass a directory such as "
+                             "<experiment>/checkpoints/step_5.")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ConfigError(f"{out} is not empty. Pick a new directory or pass --force to replace it.")
+    state = json.loads(state_file.read_text())
+    tmp = out.parent / f".{out.name}.export-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if state.get("lora"):
+            if not merge_lora:
+                raise ConfigError(f"{checkpoint} holds a LoRA adapter, not full weights. Pass --merge-lora to merge "
+                                  "it into its base model (a servable directory), or serve the base model with "
+                                  f"the adapter in {checkpoint / 'adapter'} yourself.")
+            _merge(checkpoint / "adapter", base or state["base_model"], tmp)
+        else:
+            shutil.copytree(checkpoint / "model", tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        os.rename(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _merge(adapter: Path, base: str, into: Path) -> None:
+    from vibe_rl.engine.loader import load_causal_lm, load_tokenizer, resolve_model_path
+    from vibe_rl.extras import require
+
+    peft = require("peft", "merging a LoRA adapter")
+    torch = require("torch", "merging a LoRA adapter")
+    try:
+        base_path = resolve_model_path(base)
+    except ModelLoadError as exc:
+        raise ModelLoadError(f"{exc} (the checkpoint's base model; pass --base PATH if it moved)") from None
+    model = load_causal_lm(base_path, "cpu", torch.float32)
+    merged = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    merged.save_pretrained(into, safe_serialization=True)
+    load_tokenizer(base_path).save_pretrained(into)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("export")
+    def export(
+        checkpoint: Path = typer.Argument(..., help="A checkpoint directory, e.g. <experiment>/checkpoints/step_5."),
+        out: Path = typer.Argument(..., help="Where to write the Hugging Face model directory."),
+        merge_lora: bool = typer.Option(False, "--merge-lora", help="Merge a LoRA adapter into its base model."),
+        base: str = typer.Option(None, "--base", help="Base model of a LoRA checkpoint, if it moved since training."),
+        force: bool = typer.Option(False, "--force", help="Replace OUT if it is not empty."),
+    ) -> None:
+        """Write a checkpoint as a servable Hugging Face model directory (weights, config, tokenizer):
+        full weights are copied, a LoRA adapter is merged into its base model with --merge-lora."""
+        done = export_checkpoint(checkpoint, out, merge_lora=merge_lora, base=base, force=force)
+        typer.echo(f"Exported {checkpoint} to {done}; load it with AutoModelForCausalLM.from_pretrained('{done}').")
