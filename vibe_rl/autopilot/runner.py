@@ -36,6 +36,7 @@ from vibe_rl.autopilot.fixer import (
 )
 from vibe_rl.autopilot.llm import FixLLM
 from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions
+from vibe_rl.autopilot.progress import ProgressLine
 from vibe_rl.autopilot.report import Attempt, RunReport, flat_update_notes, reward_so_far
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 from vibe_rl.autopilot.state import RunState, ServerProgress
@@ -77,6 +78,7 @@ class Runner:
         self.state = RunState(str(self.dir), os.getpid(), self.mode.name, opts.until,
                               log=os.environ.get("VIBE_RL_RUN_LOG"))  # set by `vibe-rl run --detach`
         self._out = out
+        self.progress = ProgressLine(out)  # the status line while waiting (live on a terminal)
         self.counts: Counter[str] = Counter()
         self.history: list[str] = []
         self.llm_calls = 0
@@ -86,6 +88,7 @@ class Runner:
         self._saved = 0.0
 
     def out(self, line: str) -> None:
+        self.progress.clear()
         self._out(line)
         self.state.last_line = line.splitlines()[0] if line else ""
 
@@ -247,6 +250,7 @@ class Runner:
         while True:
             if diag is None:
                 snap = self.watcher.poll(None if self.until.signal else self.targets)
+                self.progress.show(snap.statuses, self.targets, time.monotonic() - t0)
                 snap.reached = self._track(snap) and snap.diagnosis is None
                 progs = self.state.servers.values()
                 if rep.seconds_to_first_step is None and snap.statuses and all(p.new_updates >= 1 for p in progs):

@@ -111,6 +111,8 @@ class SwarmServing(UpdateLoop):
         self.eval_rewards: list[float] = []  # rewards of eval episodes ended since the last update
         self.last_update: dict[str, Any] | None = None
         self.sink: Any = None  # vibe_rl.swarm.loggers.MetricsSink: per-update metrics to the job's loggers
+        # cumulative since the server started, for rates (overwatch, vibe-rl run's progress line)
+        self.counters = {"llm_calls": 0, "generated_tokens": 0, "episodes_ended": 0}
         self.inflight = 0
         self._rolling = asyncio.Event()
         self._drained = asyncio.Event()
@@ -251,6 +253,7 @@ class SwarmServing(UpdateLoop):
                 [{"rank": 0, "device": str(self.engine.device)}] if hasattr(self.engine, "device") else []),
             # the job the engine runs: the client's job after this server's --model/--set overrides
             "job": self.job.model_dump(mode="json") if self.job else None,
+            "counters": dict(self.counters),  # llm_calls, generated_tokens (trainable model), episodes_ended
         }
 
     def updates_view(self, since: int, limit: int = 1000) -> dict[str, Any]:
@@ -356,6 +359,7 @@ class SwarmServing(UpdateLoop):
         elif self.pool is not None:
             self.pool.add(done)
             self._maybe_update()
+        self.counters["episodes_ended"] += 1
         return {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,
                 "trainable_turns": sum(1 for t in ep.turns if not t.static)}
 
@@ -454,6 +458,8 @@ class SwarmServing(UpdateLoop):
         if turns is None:
             return
         ep.llm_calls += 1
+        self.counters["llm_calls"] += 1
+        self.counters["generated_tokens"] += sum(len(t.response_ids) for t in turns if not t.static)
         now = time.time()
         for turn in turns:
             turn.player, turn.ts = player, now
