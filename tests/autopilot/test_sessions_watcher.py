@@ -93,14 +93,18 @@ def test_client_that_died_without_traceback(tmux, tmp_path):
 def test_cli_stop_ends_the_projects_sessions_and_nothing_else(base_project, base_env, tmux_socket):
     from .conftest import run_cli
 
-    names = ["spy-swarm-server", "spy-swarm-server-2", "spy-swarm-client", "spy-swarm-server-3x", "other"]
+    from vibe_rl.autopilot import identity
+
+    own = f"spy-{identity.key(base_project)}"  # the project's sessions carry a hash of its folder
+    names = [f"{own}-swarm-server", f"{own}-swarm-server-2", f"{own}-swarm-client", f"{own}-swarm-server-3x",
+             "spy-swarm-server", "other"]
     for name in names:
         subprocess.run(["tmux", "-L", tmux_socket, "new-session", "-d", "-s", name, "sleep 60"], check=True)
     res = run_cli(["run", str(base_project), "--stop"], base_env, timeout=60)
     assert res.returncode == 0, res.stderr
     alive = [n for n in names if subprocess.run(["tmux", "-L", tmux_socket, "has-session", "-t", f"={n}"],
                                                 capture_output=True).returncode == 0]
-    assert alive == ["spy-swarm-server-3x", "other"]
-    assert "spy-swarm-server, spy-swarm-server-2, spy-swarm-client" in res.stdout
+    assert alive == [f"{own}-swarm-server-3x", "spy-swarm-server", "other"]  # another project's names stay
+    assert f"{own}-swarm-server, {own}-swarm-server-2, {own}-swarm-client" in res.stdout
     for n in alive:
         subprocess.run(["tmux", "-L", tmux_socket, "kill-session", "-t", f"={n}"])
