@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,23 @@ def test_new_dry_run_says_whether_each_server_fits():
     lines = [line for line in proc.stderr.splitlines() if line.startswith("memory: ")]
     assert lines and all("14.0B parameters" in line for line in lines), proc.stderr
     assert any("WILL NOT FIT" in line and "LoRA" in line for line in lines), lines
+
+
+def test_vibe_rl_run_gives_each_server_its_gpus_and_says_whether_it_fits(tmp_path, monkeypatch):
+    """The seeds' adversarial mode on an 8-GPU node: 4 + 4 GPUs, a memory line per server."""
+    import shutil
+
+    from vibe_rl.autopilot.plan import RunOptions, plan_sessions
+    from vibe_rl.schema.spec import TaskSpec
+
+    root = Path(__file__).resolve().parents[2]
+    project = tmp_path / "who_is_spy"
+    shutil.copytree(root / "generated" / "who_is_spy", project)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
+    spec = TaskSpec.load(project)
+    notes: list[str] = []
+    views, _ = plan_sessions(spec, "agent_roll_adv", RunOptions(project_dir=project, device="gpu"),
+                             tmp_path / "sv", tmp_path / "cv", notes)
+    assert [v.session.env["CUDA_VISIBLE_DEVICES"] for v in views] == ["0,1,2,3", "4,5,6,7"]
+    memory = [n for n in notes if n.startswith("memory: ")]
+    assert len(memory) == 2 and all("on 4 GPU(s)" in n for n in memory), notes

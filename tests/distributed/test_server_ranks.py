@@ -13,6 +13,8 @@ GPUs too), so the only difference is float rounding.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 import openai
@@ -71,6 +73,11 @@ def train_two_steps(server: RankedServer) -> list[float]:
     status = client.get_engine_status()
     assert [d["rank"] for d in status["devices"]] == [0, 1], status["devices"]
     assert not status["errors"], status["errors"]
+    view = subprocess.run([sys.executable, "-m", "vibe_rl", "swarm", "overwatch", "--url", server.url, "--once"],
+                          capture_output=True, text=True, timeout=60)
+    gpus = [d["gpu"] for d in status["devices"] if d.get("gpu") is not None]
+    assert "devices: 2 process(es)" in view.stdout, view.stdout + view.stderr
+    assert not gpus or f"{len(gpus)} GPU(s)" in view.stdout, view.stdout
     return [(u.loss, u.grad_norm) for u in client.updates(0)]
 
 
