@@ -51,7 +51,7 @@ def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int,
     out: list[tuple[int, int, int | None]] = []
     bounds = [start] + [start + m.end() for m in re.finditer(r"[)）]\s*[,，]", src.text[start:end])] + [end]
     last: int | None = None
-    for g_start, g_end in zip(bounds, bounds[1:]):
+    for g_start, g_end in zip(bounds[:-1], bounds[1:], strict=True):
         segs = _segments(src, g_start, g_end)
         named = []
         for a, b in segs:

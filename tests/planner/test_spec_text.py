@@ -1,0 +1,31 @@
+"""SpecText: what counts as a fact to report, and number words."""
+
+from __future__ import annotations
+
+import pytest
+
+from vibe_rl.planner.text import SpecText, to_int
+
+
+@pytest.mark.parametrize("word,value", [("8", 8), ("八", 8), ("两", 2), ("十", 10), ("十二", 12), ("二十四", 24),
+                                        ("three", 3), ("a pair of", 2)])
+def test_number_words(word, value):
+    assert to_int(word) == value
+
+
+def test_references_and_sizes_are_not_facts():
+    text = "1. Agent 2 uses a 7B model on server 1\n- optional 0. team A\n3) 第 3 轮 and player 4 speaks"
+    assert SpecText(text).unparsed([]) == []
+
+
+def test_unplaced_facts_are_reported_by_clause():
+    src = SpecText("Train it well. Use 3 seeds; set HF_HOME and load /data/extra. Batch 8.")
+    batch = src.search(r"Batch (\d+)")
+    assert batch is not None
+    assert src.unparsed([]) == ["Use 3 seeds", "set HF_HOME and load /data/extra"]
+    assert src.unparsed(["/data/extra", "HF_HOME"]) == ["Use 3 seeds"]  # strings that landed in the plan
+    assert src.unparsed([], numbers=False) == ["set HF_HOME and load /data/extra"]
+
+
+def test_player_counts_are_facts_even_after_the_noun():
+    assert SpecText("玩家 8 人").unparsed([]) == ["玩家 8 人"]
