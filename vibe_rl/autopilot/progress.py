@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from vibe_rl.swarm.metrics import Rates
 
 
 def clock(seconds: float | None) -> str:
@@ -21,24 +22,6 @@ def clock(seconds: float | None) -> str:
         return "?"
     seconds = int(max(0, seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
-
-
-class Rates:
-    """Rates of a server's cumulative counters over a sliding window."""
-
-    def __init__(self, window: float = 30.0):
-        self.window = window
-        self.samples: deque[tuple[float, dict[str, int]]] = deque()
-
-    def add(self, now: float, counters: dict[str, int]) -> dict[str, float]:
-        self.samples.append((now, dict(counters)))
-        while len(self.samples) > 2 and now - self.samples[1][0] >= self.window:
-            self.samples.popleft()
-        t0, first = self.samples[0]
-        span = now - t0
-        if span <= 0:
-            return {}
-        return {k: max(0, v - first.get(k, 0)) / span for k, v in counters.items()}
 
 
 def server_line(name: str, status: dict[str, Any], target: int, rates: dict[str, float]) -> tuple[str, float | None]:

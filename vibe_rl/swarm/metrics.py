@@ -8,6 +8,7 @@ clip fraction, grad norm); `engine_metrics` renames the engine's internal counte
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
 from vibe_rl.swarm.pool import CompletedEpisode
@@ -68,3 +69,21 @@ def engine_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(key), float) and math.isfinite(out[key]):
             out[key] = int(out[key])
     return out
+
+
+class Rates:
+    """Rates of a server's cumulative counters over a sliding window."""
+
+    def __init__(self, window: float = 30.0):
+        self.window = window
+        self.samples: deque[tuple[float, dict[str, int]]] = deque()
+
+    def add(self, now: float, counters: dict[str, int]) -> dict[str, float]:
+        self.samples.append((now, dict(counters)))
+        while len(self.samples) > 2 and now - self.samples[1][0] >= self.window:
+            self.samples.popleft()
+        t0, first = self.samples[0]
+        span = now - t0
+        if span <= 0:
+            return {}
+        return {k: max(0, v - first.get(k, 0)) / span for k, v in counters.items()}

@@ -3,6 +3,10 @@
 The reference tutorial's bug, many episodes piled under one empty or repeated
 task_id (so the pool never reaches `batch_size` tasks and training never
 starts), shows as a red WARNING row and red task rows.
+
+Above the tables: a reward sparkline over every update (`GET /control/updates`, read
+incrementally), throughput (episodes/s, generated tok/s over the last 30 s, s/step), and
+FINISHED once `train.total_steps` is reached.
 """
 
 from __future__ import annotations
@@ -16,7 +20,30 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from vibe_rl.swarm.metrics import Rates
+
 PILE_UP_FACTOR = 2.0  # a group this many times larger than grpo_n is suspicious
+RUNNING_ROWS = 10  # running episodes listed; the rest are counted
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float], width: int = 60) -> str:
+    """One character per value (values averaged into `width` buckets when there are more)."""
+    values = [v for v in values if v == v]
+    if not values:
+        return ""
+    if len(values) > width:
+        size = len(values) / width
+        values = [sum(chunk) / len(chunk) for chunk in
+                  (values[int(i * size):max(int((i + 1) * size), int(i * size) + 1)] for i in range(width))]
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    return "".join(SPARKS[min(len(SPARKS) - 1, int((v - lo) / span * (len(SPARKS) - 1) + 0.5))] for v in values)
+
+
+def finished(status: dict[str, Any]) -> bool:
+    total = status.get("total_steps") or 0
+    return bool(total) and int(status.get("global_step") or 0) >= total
 
 
 def _bar(current: float, target: float, width: int = 30) -> str:
@@ -31,11 +58,16 @@ def pile_ups(status: dict[str, Any]) -> list[dict[str, Any]]:
     return [t for t in status.get("tasks", []) if t["episodes"] > PILE_UP_FACTOR * grpo_n]
 
 
-def render(status: dict[str, Any], url: str = "") -> Group:
+def render(status: dict[str, Any], url: str = "", history: list[dict[str, Any]] | None = None,
+           rates: dict[str, float] | None = None) -> Group:
+    """The view. `history`: every update so far (for the sparkline); `rates`: counters per second."""
     pool = status["pool"]
     grpo_n = pool.get("grpo_n") or 0
-    head = Text.assemble(("state ", "bold"), (status["state"], "bold green" if status["state"] == "ROLLING" else "bold yellow"),
-                         ("   global step ", "bold"), str(status["global_step"]),
+    state = "FINISHED" if finished(status) else status["state"]
+    color = {"ROLLING": "bold green", "FINISHED": "bold blue"}.get(state, "bold yellow")
+    step = f"{status['global_step']}" + (f"/{status['total_steps']}" if status.get("total_steps") else "")
+    head = Text.assemble(("state ", "bold"), (state, color),
+                         ("   global step ", "bold"), step,
                          ("   weight version ", "bold"), str(status.get("weight_version", 0)),
                          ("   model ", "bold"), str(status.get("model") or "-"), ("   " + url, "dim"))
     parts: list[Any] = [head]
@@ -46,14 +78,34 @@ def render(status: dict[str, Any], url: str = "") -> Group:
         hosts = len({d.get("host") for d in devices if d.get("host")})
         parts.append(Text(f"devices: {len(devices)} process(es), {where}" + (f" on {hosts} nodes" if hosts > 1 else ""),
                           style="dim"))
+    if state == "FINISHED":
+        parts.append(Text(f"FINISHED: train.total_steps={status['total_steps']} reached; no more weight updates "
+                          "(completed episodes are still stored).", style="bold blue"))
+    rewards = [float(u.get("reward_mean", float("nan"))) for u in history or []]
+    if rewards:
+        parts.append(Text.assemble(("reward ", "bold"), (sparkline(rewards), "green"),
+                                   f"  {len(rewards)} updates, first {rewards[0]:.3f}, last {rewards[-1]:.3f}, "
+                                   f"min {min(rewards):.3f}, max {max(rewards):.3f}"))
     upd = status.get("last_update")
+    per_step = (upd or {}).get("seconds_per_step")
+    pace = []
+    if rates is not None:  # needs two looks at the counters (the live view; --once has one)
+        pace += [f"{rates.get('episodes_ended', 0.0):.2f} episodes/s", f"{rates.get('llm_calls', 0.0):.1f} LLM calls/s",
+                 f"{rates.get('generated_tokens', 0.0):.0f} generated tok/s"]
+    if per_step:
+        pace.append(f"{per_step:.1f} s/step")
+    if upd and upd.get("tokens_per_s") is not None:
+        pace.append(f"{upd['tokens_per_s']:.0f} tok/s over the last step")
+    if pace:
+        parts.append(Text("throughput: " + ", ".join(pace), style="magenta"))
     if upd:
         keys = ("loss", "reward_mean", "episodes", "samples", "update_s")
         parts.append(Text("last update: step " + str(upd.get("step")) + "  " +
                           "  ".join(f"{k}={upd[k]:.4g}" if isinstance(upd[k], float) else f"{k}={upd[k]}"
                                     for k in keys if k in upd), style="cyan"))
 
-    table = Table(title="Completed episode pool (progress to the next weight update)", expand=False)
+    table = Table(title="Completed episode pool (" + ("FINISHED: no more weight updates" if state == "FINISHED"
+                                                      else "progress to the next weight update") + ")", expand=False)
     for col, just in (("Metric", "left"), ("Current", "right"), ("Target", "right"), ("Progress", "right"),
                       ("Bar", "left")):
         table.add_column(col, justify=just)
@@ -93,8 +145,11 @@ def render(status: dict[str, Any], url: str = "") -> Group:
     rtable = Table(title=f"Running episodes ({status.get('running_count', len(running))})")
     for col in ("Episode", "LLM calls", "Idle s"):
         rtable.add_column(col, justify="left" if col == "Episode" else "right")
-    for ep in running[:10]:
+    for ep in running[:RUNNING_ROWS]:
         rtable.add_row(ep["episode_uuid"][:12] + "...", str(ep["llm_calls"]), f"{ep['idle_s']:.1f}")
+    hidden = status.get("running_count", len(running)) - min(len(running), RUNNING_ROWS)
+    if hidden > 0:
+        rtable.caption = f"{hidden} more running episodes not shown"
     parts.append(rtable)
 
     ttable = Table(title="Tasks in the pool (largest groups first)")
@@ -111,30 +166,48 @@ def render(status: dict[str, Any], url: str = "") -> Group:
     return Group(*parts)
 
 
-def fetch(url: str) -> dict[str, Any]:
+def fetch(url: str, path: str = "/control/status") -> dict[str, Any]:
     from vibe_rl.swarm.auth import client_token
 
     token = client_token(url)  # the admin token: $VIBE_RL_SWARM_TOKEN(_FILE) or the one registered for the port
-    resp = httpx.get(url.rstrip("/") + "/control/status", timeout=10.0,
+    resp = httpx.get(url.rstrip("/") + path, timeout=10.0,
                      headers={"Authorization": f"Bearer {token}"} if token else {})
     resp.raise_for_status()
     return resp.json()
+
+
+class View:
+    """What the live view remembers between refreshes: every update seen, and counter samples for rates."""
+
+    def __init__(self, url: str):
+        self.url, self.history, self.rates = url, [], Rates()
+
+    def __call__(self) -> Group:
+        status = fetch(self.url)
+        since = self.history[-1]["step"] if self.history else 0
+        if int(status.get("global_step") or 0) < since:  # a restarted server: start the history over
+            self.history, since = [], 0
+        self.history += fetch(self.url, f"/control/updates?since={since}").get("updates", [])
+        rates = self.rates.add(time.monotonic(), status.get("counters") or {})
+        return render(status, self.url, self.history, rates if len(self.rates.samples) > 1 else None)
 
 
 def run(url: str, once: bool = False, interval: float = 2.0, console: Console | None = None) -> int:
     console = console or Console()
     if once:
         try:
-            console.print(render(fetch(url), url))
+            console.print(View(url)())
         except httpx.HTTPError as exc:
             console.print(f"[red]cannot read {url}/control/status: {type(exc).__name__}: {exc}[/red]")
             return 1
         return 0
     from rich.live import Live
 
+    live_view = View(url)
+
     def view() -> Any:
         try:
-            return render(fetch(url), url)
+            return live_view()
         except httpx.HTTPError as exc:
             return Panel(f"cannot read {url}/control/status: {type(exc).__name__}: {exc}", style="red")
 
