@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_note, training
+from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_endpoint, static_note, training
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
@@ -52,7 +52,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         port = 10086
         notes.append("No port given: server1 on 10086.")
     if facts.static_models:
-        opponent = facts.static_models[0][1]
+        opponent = static_endpoint(facts, facts.static_models[0][1])
         static_note(facts, opponent, notes)
     else:
         opponent = StaticModel(name="opponent")

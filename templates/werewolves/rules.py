@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_note, training
+from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_endpoint, static_note, training
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
@@ -97,13 +97,7 @@ def opponent(facts: Facts, notes: list[str]) -> StaticModel:
         model = StaticModel(name="opponent")
         notes.append("No static model named: the static roles play 'opponent', a frozen local copy of the "
                      "trainable model.")
-    url_env = re.search(r"\b([A-Z][A-Z0-9_]*_BASE_URL)\b", facts.text)
-    if url_env:
-        model.base_url, model.base_url_env = None, url_env.group(1)
-    keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
-    if keys and (model.api_key_env is None or model.api_key_env not in keys):
-        model.api_key_env = keys[0]
-    return model
+    return static_endpoint(facts, model)
 
 
 def teams_for(trainable: list[str], static: list[str], static_name: str) -> list[Team]:

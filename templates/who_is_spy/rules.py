@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_note, training
+from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_endpoint, static_note, training
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
@@ -123,6 +123,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     game = counts(facts, notes, manifest)
     static_side, static_model = opponent(facts, notes)
+    static_model = static_endpoint(facts, static_model) if facts.static_models else static_model
     trained_side = "civilians" if static_side == "spies" else "spies"
     path1, path2 = server_paths(facts, notes)
     roll_gpus, adv_gpus, total = gpus(facts, notes)

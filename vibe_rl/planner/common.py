@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from vibe_rl.planner.facts import Facts, Found
@@ -81,6 +82,19 @@ def short_name(facts: Facts, manifest: Manifest, notes: list[str]) -> str:
     if facts.short_name and facts.short_name != manifest.short_name:
         notes.append(f"tmux prefix {facts.short_name!r} taken from the session names in the spec.")
     return facts.short_name or manifest.short_name
+
+
+def static_endpoint(facts: Facts, model: StaticModel) -> StaticModel:
+    """The static model with the spec's env vars: a *_BASE_URL env var replaces a fixed URL, and a named
+    *_API_KEY env var replaces the provider's default one."""
+    model = model.model_copy()
+    url_env = re.search(r"\b([A-Z][A-Z0-9_]*_BASE_URL)\b", facts.text)
+    if url_env:
+        model.base_url, model.base_url_env = None, url_env.group(1)
+    keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
+    if keys and (model.api_key_env is None or model.api_key_env not in keys):
+        model.api_key_env = keys[0]
+    return model
 
 
 def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
