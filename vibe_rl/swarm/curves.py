@@ -77,8 +77,9 @@ def draw(updates: list[dict[str, Any]], out: str | Path, title: str = "") -> Pat
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
     try:
         top.plot(steps, mean, marker="o", label="reward mean")
-        top.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2,
-                         label="+- std")
+        low = [m - s for m, s in zip(mean, std, strict=True)]
+        high = [m + s for m, s in zip(mean, std, strict=True)]
+        top.fill_between(steps, low, high, alpha=0.2, label="+- std")
         top.set_ylabel("episode reward")
         top.legend(loc="best")
         top.set_title(title or "reward per weight update")
@@ -92,3 +93,25 @@ def draw(updates: list[dict[str, Any]], out: str | Path, title: str = "") -> Pat
     finally:
         plt.close(fig)
     return path
+
+
+def write_run_curves(project_dir: str | Path) -> list[str]:
+    """After `vibe-rl run`: one PNG per server experiment next to the run's report (PROJECT/logs/curves_<server>.png).
+    Returns the lines to print; a missing matplotlib is said, not raised."""
+    from vibe_rl.errors import MissingExtraError
+
+    root = Path(project_dir)
+    lines = []
+    for metrics in sorted(root.glob(f"experiments/*/{METRICS_FILE}")):
+        updates = load_updates(metrics.parent)
+        if not updates:
+            continue
+        try:
+            path = draw(updates, root / "logs" / f"curves_{metrics.parent.name}.png", title=metrics.parent.name)
+        except MissingExtraError as exc:
+            return [f"[vibe-rl] no reward curves: {exc}"]
+        summary = learning(updates)
+        rose = (f"; first-3 mean {summary['first_mean']}, last-3 mean {summary['last_mean']}" if summary else "")
+        lines.append(f"[vibe-rl] {metrics.parent.name}: {len(updates)} updates, reward "
+                     f"{updates[0].get('reward_mean')} -> {updates[-1].get('reward_mean')}{rose}; curves: {path}")
+    return lines
