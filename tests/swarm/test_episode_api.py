@@ -32,7 +32,7 @@ def test_an_exception_in_the_block_aborts_the_episode_and_propagates(shared_serv
         _, aborted = counts(swarm)
         with pytest.raises(ZeroDivisionError), swarm.episode(Task(task_id="ctx-2")) as ep:
             ep.openai().chat.completions.create(model=ep.model, messages=[{"role": "user", "content": "hi"}])
-            1 / 0
+            raise ZeroDivisionError("the game crashed")
         assert ep.closed and counts(swarm)[1] == aborted + 1
         ep.abort()  # aborting again (or an episode the server dropped) is not an error
 

@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import openai
 import pytest
 
 torch = pytest.importorskip("torch")

@@ -18,8 +18,8 @@ from typing import Any
 
 from vibe_rl.schema import RolloutConfig
 from vibe_rl.swarm.chat import PrefixCache, parse_tool_calls, render_text, trim_stop
-from vibe_rl.swarm.pool import TurnRecord
 from vibe_rl.swarm.openai_compat import cap_fields, check_chat
+from vibe_rl.swarm.pool import TurnRecord
 from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
 from vibe_rl.swarm.stream import TokenFeed, chat_events
 
