@@ -38,3 +38,31 @@ def configs(model_path: str, scenario: str):
     engine = EngineConfig(path=model_path, device="cpu", max_model_len=MAX_LEN, lora=LoraConfig(rank=rank, alpha=8),
                           generator="simple")
     return engine, TrainConfig(lr=LR, micro_batch_size=MICRO_BATCH, kl_coef=kl, gradient_checkpointing=checkpointing)
+
+
+POISON_TOKEN = 1050  # a token whose input embedding is NaN in `poisoned_model` (batch() never uses ids >= 1000)
+
+
+def poisoned_batch() -> list:
+    """batch(5) where the first sample (trained on: advantage 1) reads POISON_TOKEN: only the rank that
+    gets it sees non-finite logits."""
+    samples = batch(5, n=6)
+    samples[0].input_ids[1] = POISON_TOKEN
+    samples[0].advantage = 1.0
+    return samples
+
+
+def poisoned_model(tiny_model_dir, out) -> str:
+    """The tiny model, untied (lm_head stays finite), with a NaN input embedding for POISON_TOKEN."""
+    import torch
+
+    from vibe_rl.engine.loader import load_causal_lm, load_tokenizer
+
+    model = load_causal_lm(tiny_model_dir, "cpu", torch.float32)
+    model.config.tie_word_embeddings = False
+    model.lm_head.weight = torch.nn.Parameter(model.model.embed_tokens.weight.detach().clone())
+    with torch.no_grad():
+        model.model.embed_tokens.weight[POISON_TOKEN] = float("nan")
+    model.save_pretrained(out, safe_serialization=True)
+    load_tokenizer(tiny_model_dir).save_pretrained(out)
+    return str(out)

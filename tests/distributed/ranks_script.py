@@ -5,7 +5,8 @@ Rank 0 drives a `DistributedEngine` (what the swarm server's rank 0 holds); rank
 with a checkpoint written after the first; then a checkpoint written by a single process
 (--from-single) is resumed here and stepped once. Rank 0 writes the losses and final weights.
 
-    python -m torch.distributed.run --nproc-per-node 2 tests/distributed/ranks_script.py MODEL OUT [--from-single CKPT]
+    python -m torch.distributed.run --nproc-per-node 2 tests/distributed/ranks_script.py MODEL OUT \
+        --from-single CKPT --poisoned MODEL_WITH_A_NAN_EMBEDDING
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.distributed.batches import SCENARIOS, batch, configs  # noqa: E402
+from tests.distributed.batches import SCENARIOS, batch, configs, poisoned_batch  # noqa: E402
 from vibe_rl.engine import distributed, load_engine  # noqa: E402
 from vibe_rl.engine.dist_engine import worker_loop  # noqa: E402
 
@@ -25,7 +26,8 @@ def main() -> None:
     import torch
 
     model_path, out = sys.argv[1], Path(sys.argv[2])
-    from_single = Path(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--from-single" else None
+    options = dict(zip(sys.argv[3::2], sys.argv[4::2], strict=False))
+    from_single = Path(options["--from-single"]) if "--from-single" in options else None
     env = distributed.init_from_env("cpu")
     if env.rank != 0:
         worker_loop(env)
@@ -53,6 +55,13 @@ def main() -> None:
                 engine.load(from_single)
                 resumed = engine.train(batch(2))
                 results["from_single"] = {"loss": resumed["loss"], "version": resumed["version"]}
+        if "--poisoned" in options:  # one rank's share has non-finite logits: every rank skips, none hangs
+            engine_cfg, train_cfg = configs(options["--poisoned"], "full")
+            with load_engine(engine_cfg, train_cfg) as engine:
+                bad = engine.train(poisoned_batch())
+                good = engine.train(batch(2))
+                results["poisoned"] = {"skipped": bad["nan_skipped"], "version_after": bad["version"],
+                                       "clean_loss": good["loss"], "clean_version": good["version"]}
     finally:
         (out / "result.json").write_text(json.dumps(results, indent=2))
         env.broadcast(("exit",))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.distributed.batches import LR, SCENARIOS, TOLERANCE, batch, configs
+from tests.distributed.batches import LR, SCENARIOS, TOLERANCE, batch, configs, poisoned_batch, poisoned_model
 from tests.helpers.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,9 +45,10 @@ def ranks(tmp_path_factory, tiny_model_dir):
     out = tmp_path_factory.mktemp("ranks")
     single_ckpt = out / "single-step1"
     single_process(str(tiny_model_dir), "full", ckpt=single_ckpt)
+    poisoned = poisoned_model(tiny_model_dir, out / "poisoned-model")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", f"--master-port={free_port()}",
            str(ROOT / "tests/distributed/ranks_script.py"), str(tiny_model_dir), str(out),
-           "--from-single", str(single_ckpt)]
+           "--from-single", str(single_ckpt), "--poisoned", poisoned]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return json.loads((out / "result.json").read_text()), out
@@ -100,3 +101,19 @@ def test_checkpoint_written_by_one_process_resumes_on_two_ranks(ranks, tiny_mode
     single_step2 = single_process(str(tiny_model_dir), "full")[0][1]
     assert result["from_single"]["version"] == 2.0
     assert close(result["from_single"]["loss"], single_step2), (result["from_single"], single_step2)
+
+
+def test_non_finite_logits_on_one_rank_skip_the_step_on_every_rank(ranks):
+    """Only the rank holding the poisoned sample sees NaN logits; every rank skips the step together
+    (a rank that stopped alone would leave the others waiting in a collective), as one process would."""
+    from vibe_rl.engine import load_engine
+
+    result, out = ranks
+    got = result["poisoned"]
+    assert got["skipped"] == 1.0 and got["version_after"] == 0.0
+    engine_cfg, train_cfg = configs(str(out / "poisoned-model"), "full")
+    with load_engine(engine_cfg, train_cfg) as engine:
+        assert engine.train(poisoned_batch())["nan_skipped"] == 1.0
+        clean = engine.train(batch(2))
+    assert got["clean_version"] == clean["version"] == 1.0
+    assert close(got["clean_loss"], clean["loss"]), (got, clean["loss"])

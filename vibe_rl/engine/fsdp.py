@@ -97,12 +97,26 @@ class ShardedTrainer:
         self.grad_scale = 1.0
         scale_fn = _grad_scale_fn()
 
-        def scale_logits(module: Any, args: Any, output: Any) -> Any:
-            if self.grad_scale != 1.0 and torch.is_grad_enabled() and getattr(output, "logits", None) is not None:
-                output.logits = scale_fn.apply(output.logits, self.grad_scale)
+        dist = require("torch.distributed")
+
+        def on_logits(module: Any, args: Any, output: Any) -> Any:
+            """During a step: non-finite logits on any rank poison every rank's logits, so every rank
+            skips the step at the same micro-batch (no rank waits in a collective the others left);
+            then the gradient scale of this rank's share (see vibe_rl.engine.sharding)."""
+            logits = getattr(output, "logits", None)
+            if not self.in_step or logits is None or not torch.is_grad_enabled():
+                return output
+            if env.world_size > 1:
+                bad = (~torch.isfinite(logits.detach())).any().to(torch.float32).reshape(1)
+                dist.all_reduce(bad, op=dist.ReduceOp.MAX)
+                logits = logits + (bad / (1 - bad)).to(logits.dtype)  # + 0 when all are finite, + inf when not
+            if self.grad_scale != 1.0:
+                logits = scale_fn.apply(logits, self.grad_scale)
+            output.logits = logits
             return output
 
-        self.model.register_forward_hook(scale_logits)
+        self.in_step = False
+        self.model.register_forward_hook(on_logits)
 
     # ---- one step ---------------------------------------------------------------------------
 
@@ -114,10 +128,11 @@ class ShardedTrainer:
         mine = split.shards[self.env.rank]
         local_tokens = sum(s.num_loss_tokens for s in mine)
         self.grad_scale = self.env.world_size * local_tokens / max(split.total_tokens, 1)
+        self.in_step = True
         try:
             local, _ = run_grpo(self, mine)
         finally:
-            self.grad_scale = 1.0
+            self.in_step, self.grad_scale = False, 1.0
             if replica is not None:
                 self.sync_replica(replica)
         merged = merge_metrics(self.env.all_gather(local), split, kl_on, self.version)
