@@ -171,3 +171,20 @@ def test_gpu_paged_with_cuda_graphs_matches_rescoring_and_reuses_prefixes(tiny_m
         assert len(eng.paged.runner._graphs) >= 1
     finally:
         eng.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device; the CPU tests above cover the logic")
+def test_gpu_two_engines_in_one_process_both_keep_their_cuda_graphs(tiny_model_dir):
+    """A server holds its trainable engine and a frozen static-model copy: captures must not break each other."""
+    a, b = paged(tiny_model_dir, device="cuda", block_size=16), paged(tiny_model_dir, device="cuda", block_size=16)
+    try:
+        ps = prompts(a.tokenizer, 24)
+        futures = [(a if i % 2 else b).submit(p, SamplingParams(max_tokens=40 + i, seed=i)) for i, p in enumerate(ps)]
+        gens = [f.result(timeout=180) for f in futures]
+        assert all(len(g.token_ids) >= 1 for g in gens)
+        assert a.paged.runner.use_graphs and b.paged.runner.use_graphs
+        assert a.paged.runner._graphs and b.paged.runner._graphs
+    finally:
+        a.close()
+        b.close()

@@ -23,6 +23,7 @@ weights change; the caller keeps generation and training from overlapping.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
@@ -70,6 +71,10 @@ class PagedGenerator:
         self.runner = PagedModel(model, num_blocks=num_blocks, block_size=block_size, max_model_len=max_model_len,
                                  max_rows=max_rows, cuda_graphs=cuda_graphs)
         self.blocks = BlockManager(num_blocks, block_size)
+        torch = require("torch")
+        # Generation runs on its own stream: the legacy default stream synchronises with every other
+        # stream, which would break a CUDA-graph capture running in another engine of the same process.
+        self._stream = torch.cuda.Stream(self.runner.device) if self.runner.device.type == "cuda" else None
         self.kv_cache_bytes = num_blocks * self.runner.bytes_per_block
         self._free_slots = list(range(max_rows - 1, -1, -1))
 
@@ -88,8 +93,12 @@ class PagedGenerator:
         stats["batches"] = stats.get("batches", 0) + 1
         waiting: deque[Request] = deque(requests)
         running: list[_Seq] = []
+        stream = contextlib.nullcontext()
+        if self._stream is not None:
+            self._stream.wait_stream(torch.cuda.default_stream(self.runner.device))  # after any queued update
+            stream = torch.cuda.stream(self._stream)
         try:
-            with torch.inference_mode(), stable_attention():
+            with torch.inference_mode(), stable_attention(), stream:
                 while True:
                     free = self.max_rows - len(running) - len(waiting)
                     if poll is not None and free > 0:

@@ -24,11 +24,13 @@ Supported: Qwen2, Qwen3, Llama and Mistral-style decoders without sliding window
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from vibe_rl.extras import require
 
 log = logging.getLogger(__name__)
+_CAPTURE_LOCK = threading.Lock()
 
 SUPPORTED = ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM")
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # few buckets: each (batch, context) pair is one capture
@@ -253,7 +255,8 @@ class PagedModel:
 
     def _capture(self, bucket: int, nblk: int, nucleus: bool) -> _Graph | None:
         try:
-            return self._try_capture(bucket, nblk, nucleus)
+            with _CAPTURE_LOCK:  # one capture at a time per process (a server may hold several engines)
+                return self._try_capture(bucket, nblk, nucleus)
         except Exception as exc:  # a driver or library that cannot capture: slower, never wrong
             log.warning("CUDA graph capture failed (%s); paged decoding runs eagerly from now on", exc)
             self.use_graphs = False
