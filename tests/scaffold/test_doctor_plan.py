@@ -104,3 +104,11 @@ def test_mode_without_a_script(tmp_path):
     (project / "agent_roll_adv.py").unlink()
     (finding,) = errors(project)
     assert finding.file == "agent_roll_adv.py" and "agent_roll_adv" in finding.message and "re-render" in finding.fix
+
+
+def test_unparsed_clauses_are_warnings(tmp_path):
+    project = copy(tmp_path, "werewolves")
+    edit_spec(project, lambda d: d.update(unparsed=["Use a KL coefficient of 0.05"]))
+    (finding,) = diagnose(project)
+    assert finding.level == "warning" and finding.file == "task_spec.json"
+    assert "KL coefficient" in finding.message and "--plan" in finding.fix

@@ -1,6 +1,7 @@
 """Doctor checks of the plan itself: can the project learn, and does the TaskSpec agree with the files a run uses.
 
-Each is an error naming the file and the fix:
+A clause the planner did not understand (`unparsed`) is a warning. Each of these is an error naming the
+file and the fix:
 - a mode in which no role reaches a trainable server (nothing is trained);
 - a rewarded team none of whose roles plays on the server its reward goes to (the reward trains nothing);
 - win reward equal to loss reward, in task_spec.json or in a run file's `WIN, LOSS = ...` (zero advantages);
@@ -28,11 +29,19 @@ _HEADER = re.compile(r"^# TrainJob of swarm server '([^']+)' \(port (\d+), (\d+)
 
 
 def check_plan(doc: Doctor, spec: TaskSpec) -> None:
+    check_unparsed(doc, spec)
     check_trainable(doc, spec)
     check_rewards(doc, spec)
     check_static(doc, spec)
     check_gpus(doc, spec)
     check_mode_files(doc, spec)
+
+
+def check_unparsed(doc: Doctor, spec: TaskSpec) -> None:
+    for clause in spec.unparsed:
+        doc.add("warning", SPEC_FILE, 0, f"the planner did not understand {clause!r}: the plan may miss a fact",
+                "put the fact in the right field of task_spec.json and remove the clause from `unparsed`, then "
+                "re-render (vibe-rl new --plan task_spec.json --out . --force)")
 
 
 def check_trainable(doc: Doctor, spec: TaskSpec) -> None:
