@@ -70,16 +70,15 @@ class Episode:
         return result
 
     def abort(self) -> None:
-        """Drop the episode (nothing is trained on it). An episode the server already dropped is fine."""
-        from vibe_rl.swarm.client import SwarmHTTPError
-
+        """Drop the episode (nothing is trained on it). An episode the server already dropped is fine, and
+        an unreachable server is only logged: it discards the episode once its idle timeout passes."""
         if self.closed:
             return
         self.closed = True
         try:
             self.client.abort_episode(self.uuid)
-        except SwarmHTTPError as exc:  # e.g. discarded while idle: it is gone either way
-            log.info("abort of episode %s: %s", self.uuid, exc)
+        except SwarmError as exc:  # gone already (410/404), or the server is unreachable
+            log.warning("abort of episode %s: %s", self.uuid, exc)
 
 
 class Episodes(dict[str, Episode]):

@@ -43,32 +43,45 @@ class TokenFeed:
 
 
 class TextStream:
-    """The decoded text of a growing list of token ids, handed out as deltas that are safe to send."""
+    """The decoded text of a growing list of token ids, handed out as deltas that are safe to send.
+
+    Decoding is incremental (only the ids since the last complete character are decoded again), so a
+    long answer costs O(length) on the event loop, not O(length^2).
+    """
 
     def __init__(self, tokenizer: Any, stop: list[str], watch_tools: bool):
         self.tokenizer, self.stop = tokenizer, stop
         self.marks = list(stop) + ([TOOL_MARK] if watch_tools else [])
         self.ids: list[int] = []
-        self.sent = ""
+        self.text = ""  # everything decoded so far
+        self.sent = ""  # the part of `text` already handed out
+        self._prefix = self._read = 0  # ids[_prefix:_read] decode to the tail of `text` (context for the next)
         self.closed = False  # a stop string or a tool call began: no more content deltas
+
+    def _decode_new(self) -> str:
+        decode = self.tokenizer.decode
+        before = decode(self.ids[self._prefix:self._read], skip_special_tokens=True)
+        after = decode(self.ids[self._prefix:], skip_special_tokens=True)
+        if after.endswith("\ufffd") or len(after) <= len(before):  # mid-character, or nothing visible yet
+            return ""
+        self._prefix, self._read = self._read, len(self.ids)
+        return after[len(before):]
 
     def push(self, token_id: int) -> str:
         self.ids.append(token_id)
         if self.closed:
             return ""
-        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
-        if text.endswith("\ufffd"):  # the middle of a multi-byte character
-            return ""
-        cut = len(text)
+        self.text += self._decode_new()
+        cut = len(self.text)
         for mark in self.marks:
-            at = text.find(mark)
+            at = self.text.find(mark, len(self.sent))
             if at != -1:
                 cut, self.closed = min(cut, at), True
         if not self.closed:  # hold back a tail that may be the start of a mark
-            cut -= max((k for m in self.marks for k in range(1, len(m)) if text.endswith(m[:k])), default=0)
-        if cut <= len(self.sent) or not text.startswith(self.sent):
+            cut -= max((k for m in self.marks for k in range(1, len(m)) if self.text.endswith(m[:k])), default=0)
+        if cut <= len(self.sent):
             return ""
-        delta, self.sent = text[len(self.sent):cut], text[:cut]
+        delta, self.sent = self.text[len(self.sent):cut], self.text[:cut]
         return delta
 
     def rest(self, final: str | None) -> str:
