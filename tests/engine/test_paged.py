@@ -97,21 +97,38 @@ def test_streaming_and_top_logprobs(engines):
     assert all(len(top) <= 3 and top == sorted(top, key=lambda x: -x[1]) for top in gen.top_logprobs)
 
 
-def test_a_weight_update_drops_the_prefix_cache(tiny_model_dir):
-    from vibe_rl.rl.samples import Sample
+def simple_loop(eng, prompt, sampling):
+    """The simple loop on the paged engine's own (current) weights."""
+    from vibe_rl.engine.generate import Request, generate_batch
 
-    eng = paged(tiny_model_dir)
+    return generate_batch(eng.model, eng.tokenizer, [Request(prompt, sampling, sampling.seed)], eos_ids=eng.eos_ids,
+                          pad_id=eng.pad_id, max_model_len=eng.max_model_len)[0]
+
+
+@pytest.mark.parametrize("lora_rank", [0, 4])
+def test_a_weight_update_drops_the_prefix_cache_and_new_weights_are_used(tiny_model_dir, lora_rank):
+    from vibe_rl.rl.samples import Sample
+    from vibe_rl.schema import LoraConfig
+
+    eng = paged(tiny_model_dir, lora=LoraConfig(rank=lora_rank, alpha=8))
     try:
+        assert (eng.paged.runner._fused is None) == (lora_rank > 0)  # LoRA layers are called as they are
         p = prompts(eng.tokenizer, 1)[0]
         eng.generate(p, SamplingParams(max_tokens=8, seed=0))
         assert eng.paged.blocks.cached_blocks > 0
         ids = p + [5, 6, 7]
-        eng.train([Sample(input_ids=ids, loss_mask=[0] * len(p) + [1, 1, 1], old_logprobs=[0.0] * len(ids),
-                          advantage=1.0)])
-        assert eng.version == 1 and eng.paged.blocks.cached_blocks == 0
+        for _ in range(3):
+            eng.train([Sample(input_ids=ids, loss_mask=[0] * len(p) + [1, 1, 1], old_logprobs=[-3.0] * len(ids),
+                              advantage=1.0)])
+        assert eng.version == 3 and eng.paged.blocks.cached_blocks == 0
         before = eng.stats["prefix_hit_tokens"]
-        assert eng.generate(p, SamplingParams(max_tokens=8, seed=0)).weight_version == 1
+        sampling = SamplingParams(max_tokens=12, seed=0)
+        got = eng.generate(p, sampling)
+        assert got.weight_version == 3
         assert eng.stats["prefix_hit_tokens"] == before  # nothing from the old weights was reused
+        want = simple_loop(eng, p, sampling)
+        assert got.token_ids == want.token_ids
+        assert max(abs(x - y) for x, y in zip(got.logprobs, want.logprobs, strict=True)) < 1e-4
     finally:
         eng.close()
 

@@ -79,8 +79,9 @@ class PagedGenerator:
         self._free_slots = list(range(max_rows - 1, -1, -1))
 
     def invalidate(self) -> None:
-        """The weights changed: cached prefixes are stale."""
+        """The weights changed: cached prefixes are stale and the fused q/k/v copies are refreshed."""
         self.blocks.invalidate()
+        self.runner.refresh()
 
     # ---- the loop -------------------------------------------------------------------------
 

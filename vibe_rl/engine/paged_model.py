@@ -64,10 +64,13 @@ def sample(logits: Any, params: Any, seeds: Any, nucleus: bool) -> tuple[Any, An
     return picked, logp.gather(-1, picked[:, None]).squeeze(-1), logp
 
 
-def _rotate_half(x: Any) -> Any:
-    torch = require("torch")
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+def _norm(module: Any, x: Any) -> Any:
+    """An HF RMSNorm (weight, variance_epsilon) in fewer kernels, same fp32 arithmetic; other norms as they are."""
+    eps = getattr(module, "variance_epsilon", None)
+    if eps is None or getattr(module, "weight", None) is None:
+        return module(x)
+    F = require("torch").nn.functional
+    return module.weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
 
 
 class _Graph:
@@ -104,7 +107,12 @@ class PagedModel:
             positions = torch.arange(max_model_len, device=self.device)[None]  # (1, L)
             probe = torch.zeros(1, dtype=self.dtype, device=self.device)
             cos, sin = self.inner.rotary_emb(probe, positions)  # the HF module: same values as training
-            self.cos, self.sin = cos[0], sin[0]  # (L, d)
+            # rotate_half(x) * sin == roll(x, d/2) * (sin with its first half negated): one kernel fewer
+            sign = torch.ones(self.head_dim, dtype=sin.dtype, device=self.device)
+            sign[: self.head_dim // 2] = -1
+            self.cos, self.sin = cos[0], sin[0] * sign  # (L, d)
+            self._fused = self._make_fused()
+            self.refresh()
         self.use_graphs = cuda_graphs and self.device.type == "cuda"
         self._graphs: dict[tuple[int, int, bool], _Graph] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
@@ -117,6 +125,34 @@ class PagedModel:
         torch = require("torch")
         self.tables[row, :len(blocks)] = torch.tensor(blocks, dtype=torch.long).to(self.device, non_blocking=True)
 
+    def _make_fused(self) -> list[tuple[Any, Any]] | None:
+        """One (weight, bias) buffer per layer for q, k and v together (one GEMM, one RoPE), when the
+        projections are plain Linear layers (LoRA-wrapped ones are called as they are)."""
+        torch = require("torch")
+        attn = [layer.self_attn for layer in self.layers]
+        if self.qk_norm or any(type(m) is not torch.nn.Linear for a in attn for m in (a.q_proj, a.k_proj, a.v_proj)):
+            return None
+        out = []
+        for a in attn:
+            rows = a.q_proj.out_features + a.k_proj.out_features + a.v_proj.out_features
+            weight = torch.empty(rows, a.q_proj.in_features, dtype=self.dtype, device=self.device)
+            bias = torch.empty(rows, dtype=self.dtype, device=self.device) if a.q_proj.bias is not None else None
+            out.append((weight, bias))
+        return out
+
+    def refresh(self) -> None:
+        """Copy the current q/k/v weights into the fused buffers (in place: captured graphs stay valid).
+        Called whenever the weights change, with the prefix-cache invalidation."""
+        if self._fused is None:
+            return
+        torch = require("torch")
+        with torch.no_grad():
+            for layer, (weight, bias) in zip(self.layers, self._fused, strict=True):
+                a = layer.self_attn
+                torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight], out=weight)
+                if bias is not None:
+                    torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias], out=bias)
+
     def drop_graphs(self) -> None:
         """Forget captured graphs (after the parameters were replaced rather than updated in place)."""
         self._graphs.clear()
@@ -125,25 +161,36 @@ class PagedModel:
 
     def _layers(self, ids: Any, pos: Any, write: Any, attend: Any) -> Any:
         """ids/pos/write (N,) -> final hidden states (N, D); `attend(layer, q (N, H, d))` -> (N, H, d)."""
-        n = ids.shape[0]
+        torch = require("torch")
+        F = torch.nn.functional
+        n, d, heads, kv = ids.shape[0], self.head_dim, self.n_heads, self.n_kv
         cos, sin = self.cos[pos][:, None, :], self.sin[pos][:, None, :]  # (N, 1, d)
+
+        def rope(x: Any) -> Any:
+            return x * cos + x.roll(d // 2, dims=-1) * sin
+
         x = self.inner.embed_tokens(ids)  # (N, D)
         for i, layer in enumerate(self.layers):
             a = layer.self_attn
-            h = layer.input_layernorm(x)
-            q = a.q_proj(h).view(n, self.n_heads, self.head_dim)  # (N, H, d)
-            k = a.k_proj(h).view(n, self.n_kv, self.head_dim)  # (N, Hkv, d)
-            v = a.v_proj(h).view(n, self.n_kv, self.head_dim)
-            if self.qk_norm:
-                q, k = a.q_norm(q), a.k_norm(k)
-            q = q * cos + _rotate_half(q) * sin
-            k = k * cos + _rotate_half(k) * sin
+            h = _norm(layer.input_layernorm, x)
+            if self._fused is not None:
+                qkv = F.linear(h, *self._fused[i])  # (N, (H + 2 Hkv) d)
+                qk = rope(qkv[:, :(heads + kv) * d].view(n, heads + kv, d))  # (N, H + Hkv, d)
+                q, k = qk[:, :heads], qk[:, heads:]
+                v = qkv[:, (heads + kv) * d:].view(n, kv, d)
+            else:
+                q = a.q_proj(h).view(n, heads, d)  # (N, H, d)
+                k = a.k_proj(h).view(n, kv, d)  # (N, Hkv, d)
+                v = a.v_proj(h).view(n, kv, d)
+                if self.qk_norm:
+                    q, k = _norm(a.q_norm, q), _norm(a.k_norm, k)
+                q, k = rope(q), rope(k)
             self.k[i].index_copy_(1, write, k.transpose(0, 1))  # (Hkv, N, d) into the cache rows
             self.v[i].index_copy_(1, write, v.transpose(0, 1))
             o = attend(i, q)  # (N, H, d)
-            x = x + a.o_proj(o.reshape(n, self.n_heads * self.head_dim))
-            x = x + layer.mlp(layer.post_attention_layernorm(x))
-        return self.inner.norm(x)
+            x = x + a.o_proj(o.reshape(n, heads * d))
+            x = x + layer.mlp(_norm(layer.post_attention_layernorm, x))
+        return _norm(self.inner.norm, x)
 
     def _gather(self, cache: Any, table: Any) -> Any:
         """cache (Hkv, S, d), table (b, nblk) -> the blocks' keys or values (Hkv, b, nblk * B, d).
@@ -207,7 +254,7 @@ class PagedModel:
         bs, length = self.block_size, nblk * self.block_size
         table = self.tables[rows, :nblk]  # (b, nblk)
         write = table.gather(1, (pos // bs)[:, None])[:, 0] * bs + pos % bs  # (b,)
-        valid = (torch.arange(length, device=self.device)[None, :] <= pos[:, None])[None, :, None, :]  # (1, b, 1, L)
+        invalid = (torch.arange(length, device=self.device)[None, :] > pos[:, None])[None, :, None, :]  # (1, b, 1, L)
         b = ids.shape[0]
 
         def attend(i: int, q: Any) -> Any:
@@ -216,7 +263,7 @@ class PagedModel:
             qs = q.view(b, self.n_kv, self.group, self.head_dim).transpose(0, 1)  # (Hkv, b, G, d)
             keys, values = self._gather(self.k[i], table), self._gather(self.v[i], table)  # (Hkv, b, L, d)
             scores = torch.matmul(qs, keys.transpose(-1, -2)).float() * self.scaling  # (Hkv, b, G, L)
-            probs = scores.masked_fill(~valid, float("-inf")).softmax(dim=-1).to(values.dtype)
+            probs = scores.masked_fill(invalid, float("-inf")).softmax(dim=-1).to(values.dtype)
             return torch.matmul(probs, values).transpose(0, 1).reshape(b, self.n_heads, self.head_dim)
 
         return self.lm_head(self._layers(ids, pos, write, attend))  # (b, V)
