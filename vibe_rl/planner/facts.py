@@ -180,11 +180,12 @@ def extract(text: str) -> Facts:
     facts.batch_size = _number(src, [rf"(?:batch[\s_-]*size|batchsize|\bbatch|批大小|批次大小|批量大小|批量){_IS}{NUM}",
                                      rf"{NUM}\s*(?:tasks|groups|games|个任务)\s*(?:per|每)\s*(?:batch|update|step|批)",
                                      rf"每(?:批|次更新)\s*{NUM}\s*(?:个任务|组|局)"])
-    facts.grpo_n = _number(src, [rf"(?:grpo[\s_-]*n|num[\s_-]*repeats?|n[\s_-]*repeat|group[\s_-]*size|组大小|每组){_IS}{NUM}",
+    facts.grpo_n = _number(src, [rf"(?:grpo[\s_-]*n|num[\s_-]*repeats?|n[\s_-]*repeat|group[\s_-]*size|组大小|每组|"
+                                 rf"num[\s_-]*generations|n[\s_-]*samples[\s_-]*per[\s_-]*prompt|rollout\.n\b){_IS}{NUM}",
                                  rf"{NUM}\s*(?:rollouts?|episodes?|samples?|games?|plays?)\s*(?:per|for each|each)\s*"
                                  rf"(?:task|prompt|group|seed)",
                                  rf"每个?(?:任务|题|种子)\s*(?:采样|跑|玩|重复|rollout)?\s*{NUM}\s*(?:次|局|条|个)"])
-    facts.save_freq = _number(src, [rf"(?:save[\s_-]*freq\w*|save_every|保存频率){_IS}{NUM}",
+    facts.save_freq = _number(src, [rf"(?:save[\s_-]*freq\w*|save_every|save[\s_-]*steps|保存频率){_IS}{NUM}",
                                     rf"(?:save|checkpoint)\w*(?:\s+a)?(?:\s+checkpoint)?\s+every\s+{NUM}\s*(?:steps?|updates?)?",
                                     rf"每\s*{NUM}\s*步\s*(?:保存|存)"])
     facts.total_steps = _number(src, [rf"(?:total[\s_-]*steps|max[\s_-]*steps|总步数){_IS}{NUM}",
