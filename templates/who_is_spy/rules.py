@@ -154,11 +154,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     else:
         teams = [Team(name="civilians", roles=["civilian"], model="server1"),
                  Team(name="spies", roles=["spy"], model="server2")]
-    parts = [f"against {static_model.name} (agent_roll)"] * roll + \
-        ["both teams against each other on two servers (agent_roll_adv)"] * (len(servers) > 1)
-    trained = f"the {trained_side}" if roll else "both teams"
-    what = f"Train {trained} of Who is Spy ({path1}) " + ", and ".join(parts[:1]) + (
-        f", and {parts[1]}" if len(parts) > 1 else "") + "."
+    if roll:
+        what = f"Train the {trained_side} of Who is Spy ({path1}) against {static_model.name} (agent_roll)" + (
+            ", and both teams against each other on two servers (agent_roll_adv)." if len(servers) > 1 else ".")
+    else:
+        what = f"Train both teams of Who is Spy ({path1}) against each other on two servers (agent_roll_adv)."
     return TaskSpec(
         family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
         title="Who is Spy: GRPO self-play", description=what,
