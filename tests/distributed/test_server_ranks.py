@@ -38,7 +38,7 @@ LAYOUTS = {
     "cpu": dict(sets=[*SETS, "model.device=cpu"], gpus=None, model="tiny", rtol=1e-4, atol=1e-6),
     # fp32 on the GPUs too: bf16 rounding that differs with batch shapes could flip a sampled token
     "gpu": dict(sets=[*SETS, "model.device=auto", "model.dtype=float32"], gpus=("0,1", "0", "1"), model="tiny",
-                rtol=1e-3, atol=1e-5),
+                rtol=1e-2, atol=1e-4),  # looser: GPU kernels may pick other reduction orders per batch shape
 }
 
 

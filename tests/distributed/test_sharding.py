@@ -46,3 +46,12 @@ def test_a_node_rank_outside_the_group_is_refused_with_the_fix():
     proc = subprocess.run([sys.executable, "-m", "vibe_rl", "swarm", "start", "--nnodes", "2", "--node-rank", "2",
                            "--master-port", "29999"], capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "--node-rank 2 must be below --nnodes 2" in proc.stderr, proc.stderr
+
+
+def test_a_server_pinned_to_cpu_starts_one_process_unless_told(tmp_path):
+    from vibe_rl.cli.ranks import forces_cpu
+
+    config = tmp_path / "job.yaml"
+    config.write_text("model:\n  device: cpu\n")
+    assert forces_cpu(["model.device=cpu"], None) and forces_cpu([], str(config))
+    assert not forces_cpu(["model.device=auto"], None) and not forces_cpu([], None)

@@ -19,15 +19,32 @@ import typer
 SINGLE, DRIVER, WORKER_DONE = "single", "driver", "worker-done"
 
 
-def start_ranks(nproc_per_node: int, nnodes: int, node_rank: int, master_addr: str, master_port: int) -> str:
+def forces_cpu(sets: list[str], config: str | None) -> bool:
+    """Whether the server's own overrides or --config job pin model.device to cpu."""
+    if any(s.replace(" ", "") == "model.device=cpu" for s in sets):
+        return True
+    if config:
+        import yaml
+
+        try:
+            data = yaml.safe_load(open(config, encoding="utf-8")) or {}  # noqa: SIM115
+            return str((data.get("model") or {}).get("device", "")).strip() == "cpu"
+        except (OSError, ValueError, AttributeError, yaml.YAMLError):
+            return False
+    return False
+
+
+def start_ranks(nproc_per_node: int, nnodes: int, node_rank: int, master_addr: str, master_port: int,
+                cpu: bool = False) -> str:
     """SINGLE (one process: serve as usual), DRIVER (rank 0 of a group: serve, then `finish`), or
-    WORKER_DONE (this rank followed rank 0 until it exited). May replace the process with torchrun."""
+    WORKER_DONE (this rank followed rank 0 until it exited). May replace the process with torchrun.
+    `cpu`: the job runs on CPU, so the default is one process and ranks (if asked for) use gloo."""
     from vibe_rl.engine import distributed
 
     if distributed.launched_by_torchrun():
         if distributed.world_size() == 1:
             return SINGLE
-        env = distributed.init_from_env()
+        env = distributed.init_from_env("cpu" if cpu else "auto")
         if env.rank == 0:
             return DRIVER
         from vibe_rl.engine.dist_engine import worker_loop
@@ -39,7 +56,7 @@ def start_ranks(nproc_per_node: int, nnodes: int, node_rank: int, master_addr: s
         finally:
             distributed.shutdown()
         return WORKER_DONE
-    nproc = nproc_per_node or max(distributed.visible_gpu_count(), 1)
+    nproc = nproc_per_node or (1 if cpu else max(distributed.visible_gpu_count(), 1))
     if nproc * nnodes == 1:
         return SINGLE
     if nnodes > 1 and not master_port:
@@ -64,6 +81,10 @@ def finish(role: str) -> None:
     from vibe_rl.engine import distributed
 
     env = distributed.current()
+    if env is not None and env.broken:  # workers may sit in a collective: a non-zero exit makes torchrun end them
+        typer.echo("error: the ranks are out of step after a failed command; exiting so torchrun ends them", err=True)
+        sys.stdout.flush()
+        os._exit(1)
     if env is not None:
         try:
             env.broadcast(("exit",))

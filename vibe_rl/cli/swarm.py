@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
         Control calls and /episode/begin need the admin token; a SwarmClient on this machine finds it."""
         from vibe_rl.cli import ranks
 
-        role = ranks.start_ranks(nproc_per_node, nnodes, node_rank, master_addr, master_port)
+        role = ranks.start_ranks(nproc_per_node, nnodes, node_rank, master_addr, master_port,
+                                 cpu=ranks.forces_cpu(list(set_), config))
         if role == ranks.WORKER_DONE:
             return
         from vibe_rl.schema import TrainJob

@@ -21,10 +21,12 @@ requests in flight (its own, or a worker's through `vibe_rl.engine.replicas`).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import secrets
 import threading
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -154,6 +156,7 @@ class DistributedEngine:
         self.devices = self._describe()
         self._local_in_flight = 0
         self._closed = False
+        self._broken: str | None = None
 
     def _describe(self) -> list[dict[str, Any]]:
         return self.env.all_gather(self.env.describe())
@@ -188,20 +191,36 @@ class DistributedEngine:
 
     # ---- group commands ---------------------------------------------------------------------------
 
-    def train(self, samples: list[Any]) -> dict[str, float]:
+    @contextlib.contextmanager
+    def _group(self, command: tuple) -> Iterator[None]:
+        """Run `command` on every rank. A failure midway leaves the ranks out of step (some may wait in
+        a collective), so the engine refuses further commands: restart the server, it resumes from the
+        last checkpoint."""
         with self._lock:
-            self.env.broadcast(("train", samples))
+            if self._broken:
+                raise EngineError(self._broken)
+            self.env.broadcast(command)
+            try:
+                yield
+            except Exception as exc:
+                self._broken = (f"A {command[0]} on the ranks failed ({type(exc).__name__}: {exc}); the ranks are "
+                                "out of step. Restart the server: it resumes from the last checkpoint.")
+                self.env.broken = True
+                log.exception("group command %s failed", command[0])
+                raise EngineError(self._broken) from exc
+
+    def train(self, samples: list[Any]) -> dict[str, float]:
+        with self._group(("train", samples)):
             return self.state.train(samples)
 
     def save(self, directory: str | Path) -> Path:
-        with self._lock:
-            self.env.broadcast(("save",))
+        with self._group(("save",)):
             return self.state.save(Path(directory))
 
     def load(self, directory: str | Path) -> None:
         with self._lock:
             optimizer_state, info = self.state.read(Path(directory))  # errors here stop before the group acts
-            self.env.broadcast(("load", info))
+        with self._group(("load", info)):
             self.state.load(optimizer_state, info)
 
     def close(self) -> None:
@@ -211,7 +230,8 @@ class DistributedEngine:
         with self._lock:
             for remote in self.remotes:
                 remote.close()
-            self.env.broadcast(("close",))
+            if not self._broken:  # a broken group cannot take commands; its processes end with the server
+                self.env.broadcast(("close",))
             self.state.close()
             self.state = None
 

@@ -43,6 +43,7 @@ class DistEnv:
     backend: str  # "nccl" (GPUs) or "gloo" (CPU)
     device: str  # "cuda:<local_rank>" or "cpu"
     control: Any = field(default=None, repr=False)  # the gloo group for commands
+    broken: bool = False  # a group command failed midway: the ranks are out of step
 
     @property
     def device_type(self) -> str:
