@@ -20,4 +20,15 @@ if ! .venv/bin/python -c "import vibe_rl, transformers, fastapi, pytest, libtmux
   .venv/bin/pip install -q -e ".[train,dev]"
   touch .venv/.vibe-rl-installed
 fi
+# The trace viewer's browser test uses Debian's chromium (headless); install it when we may (root, apt).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if ! apt-cache policy chromium 2>/dev/null | grep -q "Candidate: [0-9]"; then
+    apt-get update -qq >/dev/null 2>&1 || true
+  fi
+  if apt-cache policy chromium 2>/dev/null | grep -q "Candidate: [0-9]"; then
+    echo "[setup] installing chromium (Debian package) for the trace viewer's browser test"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
+      || echo "[setup] could not install chromium: the browser test will skip and say why"
+  fi
+fi
 echo "[setup] ready: $(.venv/bin/python -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)')"

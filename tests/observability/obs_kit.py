@@ -22,12 +22,12 @@ FAST = ["train.batch_size=1", "train.grpo_n=2", "train.lr=0.03", "rollout.max_to
 
 
 class LiveServer:
-    def __init__(self, exp_dir: Path, sets: list[str]):
+    def __init__(self, exp_dir: Path, sets: list[str], extra: list[str] = ()):
         self.exp_dir, self.port = exp_dir, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = exp_dir.parent / f"server-{self.port}.log"
         cmd = [sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "start", "--port",
-               str(self.port), "--model", "tiny", "--experiment-dir", str(exp_dir)]
+               str(self.port), "--model", "tiny", "--experiment-dir", str(exp_dir), *extra]
         for s in [*FAST, *sets]:
             cmd += ["--set", s]
         exp_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -44,9 +44,10 @@ def get_app() -> typer.Typer:
     from vibe_rl.cli import play as play_cmd
     from vibe_rl.cli import schema as schema_cmd
     from vibe_rl.cli import status as status_cmd
+    from vibe_rl.cli import traces as traces_cmd
 
     for module in (model, swarm, new, doctor, run, skills, status_cmd, init_cmd, schema_cmd, play_cmd,
-                   export_cmd):
+                   export_cmd, traces_cmd):
         module.register(app)
     return app
 

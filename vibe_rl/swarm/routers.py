@@ -67,6 +67,19 @@ async def updates(request: Request, since: int = 0, limit: int = 1000) -> Respon
     return _json(_serving(request).updates_view(since, limit))
 
 
+@control.get("/ui")
+@control.get("/ui/{rest:path}")
+async def ui(request: Request, rest: str = "") -> Response:
+    """The trace viewer (vibe_rl.swarm.ui) over this server's experiment dir; behind the admin token."""
+    from vibe_rl.swarm.ui import page
+
+    job = _serving(request).job
+    if job is None:
+        raise ApiError(503, "The engine is OFFLINE: no experiment to show yet. Start it first.", code="engine_offline")
+    status, body = page(job.experiment.dir, "/control/ui", "/" + rest if rest else "", dict(request.query_params))
+    return Response(body.encode(), status_code=status, media_type="text/html; charset=utf-8")
+
+
 @control.get("/traces")
 async def traces(request: Request, limit: int = 200) -> Response:
     return _json(_serving(request).traces_view(limit))
