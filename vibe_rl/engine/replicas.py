@@ -56,6 +56,8 @@ class ReplicaServer:
                     conn.send((rid, gen, err))
                 except (OSError, EOFError):
                     pass
+                except Exception:  # an error that does not pickle: send its text instead
+                    conn.send((rid, None, EngineError(f"{type(err).__name__}: {err}")))
 
         while True:
             try:
@@ -111,7 +113,7 @@ class RemoteReplica:
         while True:
             try:
                 rid, gen, err = self.conn.recv()
-            except (OSError, EOFError) as exc:
+            except Exception as exc:  # closed, or a reply that does not unpickle: fail what waits, never hang
                 self._fail_all(f"The replica on rank {self.rank} went away ({type(exc).__name__}); "
                                "see that rank's log.")
                 return
