@@ -2,7 +2,8 @@
 
 Every player is an OpenAI-SDK client of its team's model (TEAM_MODELS, routed by LLMRouter); each call is
 tagged `user="<role>:<player_id>"`. A role wired to a static model calls it by name through this episode's
-URL (the swarm server forwards it). Reward of the trainable side: WIN if the civilians win, else LOSS.
+URL (the swarm server forwards it). Reward of the trainable side: WIN if the civilians win, else LOSS,
+plus dense credit when game_engine.SHAPED_REWARD is on (see game_engine.shaped_reward).
 
 Prompts put what every player saw first (rules, then the public record, which only grows) and the
 player's own part (id, word, the question) last, so consecutive calls share a long token prefix that
@@ -15,7 +16,7 @@ import re
 
 from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, RoleLLM, Task, WorkflowOutput
 
-from game_engine import MAX_ROUNDS, NUM_PLAYERS, NUM_SPIES, Game, Player, new_game
+from game_engine import MAX_ROUNDS, NUM_PLAYERS, NUM_SPIES, Game, Player, new_game, side_reward
 
 # Team wiring: role -> the server (trainable) or static model its calls reach. `vibe-rl doctor` checks it.
 TEAM_MODELS = {"civilian": "server1", "spy": "qwen-max"}
@@ -60,24 +61,32 @@ def public_record(game: Game) -> str:
     return "\n".join(lines)
 
 
-def ask(llm: RoleLLM, game: Game, player: Player, question: str, **kwargs):
+DESCRIBE = "Describe your word in one short sentence. Do not say the word."
+VOTE = "Vote out one other player with the `vote` tool."
+
+
+def messages_for(game: Game, player: Player, question: str) -> list[dict]:
+    """The chat messages one player sees when asked `question` (DESCRIBE or VOTE)."""
     seats = ", ".join(f"{p.pid} ({p.name})" for p in game.alive())
     prompt = (f"{public_record(game)}\n\nYou are {player.pid} ({player.name}); your word is '{player.word}'. "
               f"Round {game.round}.\nPlayers alive: {seats}\n{question}")
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-    reply = llm.client.chat.completions.create(model=llm.model, messages=messages, max_tokens=MAX_TOKENS,
-                                               user=f"{player.role}:{player.pid}", **kwargs)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+
+
+def ask(llm: RoleLLM, game: Game, player: Player, question: str, **kwargs):
+    reply = llm.client.chat.completions.create(model=llm.model, messages=messages_for(game, player, question),
+                                               max_tokens=MAX_TOKENS, user=f"{player.role}:{player.pid}", **kwargs)
     return reply.choices[0].message
 
 
 def describe(game: Game, player: Player, llm: RoleLLM) -> str:
-    message = ask(llm, game, player, "Describe your word in one short sentence. Do not say the word.")
+    message = ask(llm, game, player, DESCRIBE)
     return (message.content or "").strip()[:300] or "(silence)"
 
 
 def vote(game: Game, player: Player, llm: RoleLLM) -> str | None:
     """The vote is a tool call; plain text naming a player (id or name) is accepted as a fallback."""
-    message = ask(llm, game, player, "Vote out one other player with the `vote` tool.", tools=[VOTE_TOOL])
+    message = ask(llm, game, player, VOTE, tools=[VOTE_TOOL])
     calls = " ".join(call.function.arguments or "" for call in message.tool_calls or [])
     text = calls + " " + (message.content or "")  # the tool call's target comes first
     mentions = []
@@ -110,7 +119,7 @@ def summary(game: Game) -> dict:
 
 
 def reward(game: Game, role: str) -> float:
-    return WIN if game.winner() == role else LOSS
+    return side_reward(game, role, WIN, LOSS)
 
 
 def run_episode(task: Task, creds: OpenaiBaseUrlAndApiKey, seed: int | None = None) -> WorkflowOutput:

@@ -7,6 +7,12 @@
 - A vote is valid when its target is a living player other than the voter; other votes are abstentions.
 - Civilians win as soon as every spy is out. Spies win once spies >= civilians.
 - If MAX_ROUNDS pass without a winner, the spies win: they were never caught.
+- Ids are player_1 .. player_N dealt at random, so an id says nothing about a role.
+
+Rewards: `outcome_reward` (win or loss) by default. `SHAPED_REWARD` (the family's `shaped_reward`
+parameter) switches to `shaped_reward`, which adds dense credit a small model can earn before it
+ever wins a game: civilians for legal ballots and for ballots that named a spy, spies for each
+round they survived.
 """
 
 import random
@@ -16,6 +22,8 @@ CIVILIAN, SPY = "civilian", "spy"
 NUM_PLAYERS = 6
 NUM_SPIES = 1
 MAX_ROUNDS = 6
+SHAPED_REWARD = False
+SHAPING = 0.5  # weight of each dense term of the shaped reward
 
 
 @dataclass
@@ -36,6 +44,7 @@ class Game:
     round: int = 1
     descriptions: list[tuple[int, str, str]] = field(default_factory=list)  # (round, pid, text)
     eliminated: list[tuple[int, str]] = field(default_factory=list)  # (round, pid)
+    ballots: list[tuple[int, str, str | None]] = field(default_factory=list)  # (round, voter, legal target or None)
 
     def player(self, pid: str) -> Player:
         return next(p for p in self.players if p.pid == pid)
@@ -57,8 +66,11 @@ class Game:
         living = {p.pid for p in self.alive()}
         counts: dict[str, int] = {}
         for voter, target in ballots.items():
-            if voter in living and target in living and target != voter:
+            legal = voter in living and target in living and target != voter
+            if legal:
                 counts[target] = counts.get(target, 0) + 1
+            if voter in living:
+                self.ballots.append((self.round, voter, target if legal else None))
         out = None
         if counts:
             top = max(counts.values())
@@ -79,6 +91,36 @@ class Game:
         return None
 
 
+def outcome_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) -> float:
+    return win if game.winner() == role else loss
+
+
+def shaped_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) -> float:
+    """The outcome plus SHAPING x each dense term (every term is a share in [0, 1]):
+    civilians: legal ballots / their ballots, and ballots that named a spy / their ballots;
+    spies: rounds each spy was alive at the vote / rounds played (averaged over the spies)."""
+    total = outcome_reward(game, role, win, loss)
+    if role == CIVILIAN:
+        cast = [target for _, voter, target in game.ballots if game.player(voter).role == CIVILIAN]
+        if cast:
+            legal = sum(target is not None for target in cast) / len(cast)
+            hits = sum(target is not None and game.player(target).role == SPY for target in cast) / len(cast)
+            total += SHAPING * (legal + hits)
+    else:
+        played = game.round - 1
+        out = {pid: when for when, pid in game.eliminated}
+        spies = [p.pid for p in game.players if p.role == SPY]
+        if played and spies:
+            survived = sum(min(out.get(pid, played + 1) - 1, played) for pid in spies) / (len(spies) * played)
+            total += SHAPING * survived
+    return round(total, 6)
+
+
+def side_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) -> float:
+    """The reward of one side: shaped when SHAPED_REWARD is on, else win or loss."""
+    return (shaped_reward if SHAPED_REWARD else outcome_reward)(game, role, win, loss)
+
+
 def new_game(civilian_word: str, spy_word: str, names: list[str], rng: random.Random,
              num_players: int = NUM_PLAYERS, num_spies: int = NUM_SPIES, max_rounds: int = MAX_ROUNDS) -> Game:
     """Deal roles, ids and names at random. Needs spies < civilians, else the spies would win at once."""
@@ -86,7 +128,7 @@ def new_game(civilian_word: str, spy_word: str, names: list[str], rng: random.Ra
         raise ValueError(f"need 1 <= spies < civilians, got {num_spies} spies among {num_players} players")
     if len(names) < num_players:
         raise ValueError(f"need {num_players} names, got {len(names)}")
-    ids = rng.sample(range(1, 100), num_players)
+    ids = rng.sample(range(1, num_players + 1), num_players)
     picked = rng.sample(names, num_players)
     spies = set(rng.sample(range(num_players), num_spies))
     players = []

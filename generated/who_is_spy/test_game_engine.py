@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from game_engine import CIVILIAN, SPY, new_game
+from game_engine import CIVILIAN, SHAPED_REWARD, SHAPING, SPY, new_game, outcome_reward, shaped_reward, side_reward
 
 
 def make(num_players=5, num_spies=1, max_rounds=5, seed=0):
@@ -88,3 +88,32 @@ def test_saying_the_word_is_masked():
     civilian = ids(game, CIVILIAN)[0]
     assert game.describe(civilian, "An Apple a day, apple pie") == "An *** a day, *** pie"
     assert game.descriptions[-1][1] == civilian
+
+
+def test_ids_are_seats_dealt_at_random():
+    game = make(5)
+    assert sorted(p.pid for p in game.players) == [f"player_{i}" for i in range(1, 6)]
+
+
+def test_shaped_reward_credits_legal_ballots_and_hits_on_the_spy():
+    game = make(5)  # 1 spy, 4 civilians
+    spy, civilians = ids(game, SPY)[0], ids(game, CIVILIAN)
+    # two civilians name the spy, one names a civilian, one abstains; the spy's own ballot is not counted
+    ballots = {civilians[0]: spy, civilians[1]: spy, civilians[2]: civilians[0], civilians[3]: None,
+               spy: civilians[0]}
+    assert game.vote(ballots) is None  # a 2-2 tie: nobody is out
+    assert outcome_reward(game, CIVILIAN) == 0.0 and game.winner() is None
+    assert shaped_reward(game, CIVILIAN) == SHAPING * (3 / 4 + 2 / 4)
+    game.vote(everyone_votes(game, spy))
+    assert game.winner() == CIVILIAN
+    # 8 civilian ballots over two rounds: 7 legal, 6 on the spy; plus the win
+    assert shaped_reward(game, CIVILIAN) == 1.0 + SHAPING * (7 / 8 + 6 / 8)
+    # the spy survived round 1 of the 2 played
+    assert shaped_reward(game, SPY) == 0.0 + SHAPING * 1 / 2
+
+
+def test_side_reward_follows_the_shaped_reward_switch():
+    game = make()
+    game.vote(everyone_votes(game, ids(game, SPY)[0]))
+    expected = shaped_reward(game, CIVILIAN) if SHAPED_REWARD else 1.0
+    assert side_reward(game, CIVILIAN) == expected
