@@ -69,3 +69,13 @@ def test_plan_errors_name_the_field(tmp_path):
     assert done.returncode != 0 and "--dry-run --json" in done.stderr
     done = new("who is spy", "--plan", "bad.json", cwd=tmp_path)
     assert done.returncode != 0 and "exactly one" in done.stderr
+
+
+def test_an_excluded_mode_is_not_rendered(tmp_path):
+    done = new("who is spy against qwen-plus; no agent_roll_adv mode", "--planner", "offline", "--out", "p",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    names = {p.name for p in (tmp_path / "p").iterdir()}
+    assert {"agent_roll.py", "agent_run.py", "config.yaml"} <= names
+    assert not names & {"agent_roll_adv.py", "agent_run_adv.py", "config_server2.yaml"}
+    assert "Mode agent_roll_adv left out: the spec excludes it." in done.stdout

@@ -3,6 +3,7 @@ YAML per swarm server, then the family's data-generation scripts."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,9 +52,20 @@ def build_context(spec: TaskSpec, manifest: Manifest) -> dict[str, Any]:
 
 
 def skipped_files(spec: TaskSpec, manifest: Manifest) -> set[str]:
-    """Scripts of the modes the manifest declares but the plan does not have."""
+    """Files of the modes the manifest declares but the plan does not have: each such mode's script, and its
+    run file unless another kept file of the family imports it (agent_run_adv.py imports agent_run.py)."""
     planned = {m.name for m in spec.modes}
-    return {info.script for info in manifest.modes if info.name not in planned}
+    unplanned = [info for info in manifest.modes if info.name not in planned]
+    skipped = {info.script for info in unplanned}
+    kept_runs = {m.run_file for m in spec.modes}
+    sources = {p.name.removesuffix(".j2"): p.read_text(encoding="utf-8") for p in manifest.project_dir.glob("*.py*")}
+    for info in unplanned:
+        stem = info.run_file.removesuffix(".py")
+        users = [name for name, text in sources.items() if name != info.run_file and name not in skipped
+                 and re.search(rf"^\s*(?:from {stem} import|import {stem}\b)", text, re.MULTILINE)]
+        if info.run_file not in kept_runs and not users:
+            skipped.add(info.run_file)
+    return skipped
 
 
 def config_text(spec: TaskSpec, server: str) -> str:
