@@ -6,7 +6,7 @@ and trains on answers in the right format: a short sentence for DESCRIBE, a plai
 The vote targets are random living players, so it teaches the format, not who the spy is; keep it
 short and let RL do the rest.
 
-    python warm_start.py --model tiny --steps 12 --out experiments/warm_start
+    python warm_start.py --model tiny --steps 20 --out experiments/warm_start
     vibe-rl run . --set model.path=experiments/warm_start/model
 
 It needs torch (the Python of `vibe-rl swarm start`); it prints one JSON line with the losses and
@@ -29,6 +29,7 @@ from game_engine import Game, new_game
 HERE = Path(__file__).resolve().parent
 SENTENCES = ["It is common.", "People know it well.", "You can find it in many places.", "Many people like it.",
              "It is part of daily life.", "Most of us have seen one.", "It can be big or small."]
+DESCRIBE_SHARE = 0.25  # of the examples; the rest are votes, the harder format
 
 
 def random_state(games: list[dict], rng: random.Random) -> Game:
@@ -49,7 +50,7 @@ def example(games: list[dict], rng: random.Random) -> tuple[dict, Game, str]:
     """One chat example: (conversation, the game, the voter's id or '' for a description)."""
     game = random_state(games, rng)
     player = rng.choice(game.alive())
-    if rng.random() < 0.5:
+    if rng.random() < DESCRIBE_SHARE:
         return {"messages": messages_for(game, player, DESCRIBE) + [
             {"role": "assistant", "content": rng.choice(SENTENCES)}]}, game, ""
     target = rng.choice([p.pid for p in game.alive() if p is not player])
@@ -76,9 +77,9 @@ def legal_vote_share(engine, games: list[dict], rng: random.Random, n: int, max_
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny", help="Model to start from: 'tiny' or an HF model directory")
-    parser.add_argument("--steps", type=int, default=12, help="Supervised steps (0: only save the model)")
-    parser.add_argument("--batch", type=int, default=16, help="Examples per step")
-    parser.add_argument("--lr", type=float, default=3e-3, help="Learning rate")
+    parser.add_argument("--steps", type=int, default=20, help="Supervised steps (0: only save the model)")
+    parser.add_argument("--batch", type=int, default=8, help="Examples per step")
+    parser.add_argument("--lr", type=float, default=2e-2, help="Learning rate")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the examples and of the model's sampling")
     parser.add_argument("--eval", type=int, default=40, help="Votes sampled to measure the legal-vote share")
     parser.add_argument("--out", default="experiments/warm_start", help="Output: <out>/model is an HF directory")
