@@ -73,6 +73,7 @@ class RankState:
         self.trainer.pad_id = self.replica.pad_id
         if lora:  # the adapters were initialised separately: start the replica from the trainer's
             self.trainer.sync_replica(self.replica.model)
+            self._mirror()
         self.server = None
 
     def train(self, samples: list[Any]) -> dict[str, float]:
