@@ -93,9 +93,10 @@ def test_spy_wired_to_the_civilians_server_fails_the_trace_audit(project, base_e
 
 def test_fix_loop_refuses_outside_edit_then_fixes_commits_and_reaches_step_one(project, base_env, tmp_path):
     run = project / "agent_run.py"
-    good = "game.describe(player.pid, describe(game, player, llms[player.role]))"
+    good = next(line.strip() for line in run.read_text().splitlines() if "game.describe(player.pid, describe(game" in line)
     bad = good.replace("describe(game", "describ(game")
     run.write_text(run.read_text().replace(good, bad))
+    assert bad in run.read_text()
     outside = tmp_path / "outside.py"
     outside.write_text("x = 1\n")
     refused = "WHY: edit a helper elsewhere\n../outside.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n"
@@ -123,7 +124,8 @@ def test_fix_loop_refuses_outside_edit_then_fixes_commits_and_reaches_step_one(p
     assert not (project / ".git").exists()  # the fix loop never creates a repository
     # the key went to the LLM server, never to our output or logs
     assert "sk-test-secret" not in out
-    assert all("sk-test-secret" not in p.read_text(errors="replace") for p in (project / "logs").iterdir())
+    assert all("sk-test-secret" not in p.read_text(errors="replace")  # the patches under logs/fixes/ too
+               for p in (project / "logs").rglob("*") if p.is_file())
 
 
 def test_sigterm_with_stop_ends_the_sessions(project, base_env):
