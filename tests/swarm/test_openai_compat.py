@@ -182,3 +182,93 @@ def test_text_completions_with_text_and_token_prompts(server, ep):
     assert asyncio.run(go()) == whole
     result = ep.end(1.0)
     assert result.llm_calls == 5  # every completion call is a recorded call of the episode
+
+
+# ---- every row of docs/openai-compat.md, through the sync and the async client -------------------------
+
+SCHEMA = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}
+OK, REFUSED = "served", "refused"
+CHAT_ROWS = [  # (row, kwargs, outcome); kwargs go to chat.completions.create with messages and model
+    ("messages+tools", dict(tools=[TOOL]), OK),
+    ("tool_choice auto", dict(tools=[TOOL], tool_choice="auto"), OK),
+    ("tool_choice none", dict(tools=[TOOL], tool_choice="none"), OK),
+    ("tool_choice required", dict(tools=[TOOL], tool_choice="required"), REFUSED),
+    ("tool_choice named", dict(tools=[TOOL], tool_choice={"type": "function", "function": {"name": "vote"}}),
+     REFUSED),
+    ("response_format text", dict(response_format={"type": "text"}), OK),
+    ("response_format json_object", dict(response_format={"type": "json_object"}), REFUSED),
+    ("response_format json_schema", dict(response_format=SCHEMA), REFUSED),
+    ("n", dict(n=2), OK),
+    ("temperature/top_p/seed", dict(temperature=0.5, top_p=0.8, seed=7), OK),
+    ("max_tokens", dict(max_tokens=3), OK),
+    ("max_completion_tokens", dict(max_completion_tokens=3), OK),
+    ("stop", dict(stop=["\n", "."]), OK),
+    ("logprobs+top_logprobs", dict(logprobs=True, top_logprobs=2), OK),
+    ("top_logprobs alone", dict(top_logprobs=2), REFUSED),
+    ("user", dict(user="spy:player_3"), OK),
+    ("presence_penalty", dict(presence_penalty=1.0), REFUSED),
+    ("frequency_penalty", dict(frequency_penalty=1.0), REFUSED),
+    ("logit_bias", dict(logit_bias={"5": 1.0}), REFUSED),
+    ("functions", dict(extra_body={"functions": [TOOL["function"]]}), REFUSED),
+    ("function_call", dict(extra_body={"function_call": "auto"}), REFUSED),
+    ("audio", dict(extra_body={"audio": {"voice": "alloy", "format": "wav"}}), REFUSED),
+    ("web_search_options", dict(extra_body={"web_search_options": {}}), REFUSED),
+    ("modalities audio", dict(extra_body={"modalities": ["text", "audio"]}), REFUSED),
+    ("ignored hosted settings", dict(store=False, metadata={"a": "b"}, parallel_tool_calls=True,
+                                     extra_body={"service_tier": "auto", "reasoning_effort": "low"}), OK),
+]
+COMPLETION_ROWS = [
+    ("text prompt", dict(prompt="Once"), OK),
+    ("token prompt", dict(prompt=[5, 6, 7]), OK),
+    ("prompt list", dict(prompt=["a", "b"], n=2), OK),
+    ("logprobs", dict(prompt="Once", logprobs=3), OK),
+    ("echo", dict(prompt="Once", echo=True), REFUSED),
+    ("suffix", dict(prompt="Once", suffix="x"), REFUSED),
+    ("best_of", dict(prompt="Once", best_of=3), REFUSED),
+    ("penalty", dict(prompt="Once", presence_penalty=1.0), REFUSED),
+]
+
+
+def _check(outcome: str, call) -> None:
+    if outcome == REFUSED:
+        with pytest.raises(openai.BadRequestError) as err:
+            call()
+        assert err.value.body["code"] == "unsupported_parameter" and err.value.body["param"]
+    else:
+        assert call().choices
+
+
+@pytest.mark.parametrize("row,kwargs,outcome", CHAT_ROWS, ids=[r[0] for r in CHAT_ROWS])
+def test_chat_row_sync_and_async(ep, row, kwargs, outcome):
+    kwargs = {"max_tokens": 4, **kwargs} if "max_completion_tokens" not in kwargs else kwargs
+    _check(outcome, lambda: sdk(ep).chat.completions.create(model=ep.model, messages=HI, **kwargs))
+
+    async def go():
+        async with openai.AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key, max_retries=0) as client:
+            return await client.chat.completions.create(model=ep.model, messages=HI, **kwargs)
+
+    _check(outcome, lambda: asyncio.run(go()))
+
+
+@pytest.mark.parametrize("row,kwargs,outcome", COMPLETION_ROWS, ids=[r[0] for r in COMPLETION_ROWS])
+def test_completion_row_sync_and_async(ep, row, kwargs, outcome):
+    _check(outcome, lambda: sdk(ep).completions.create(model=ep.model, max_tokens=4, **kwargs))
+
+    async def go():
+        async with openai.AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key, max_retries=0) as client:
+            return await client.completions.create(model=ep.model, max_tokens=4, **kwargs)
+
+    _check(outcome, lambda: asyncio.run(go()))
+
+
+def test_models_rows_async(ep):
+    async def go():
+        async with openai.AsyncOpenAI(base_url=ep.base_url, api_key=ep.api_key, max_retries=0) as client:
+            ids = [m.id async for m in client.models.list()]
+            card = await client.models.retrieve(ep.model)
+            with pytest.raises(openai.NotFoundError):
+                await client.models.retrieve("no-such-model")
+            return ids, card
+
+    ids, card = asyncio.run(go())
+    assert ep.model in ids and card.id == ep.model

@@ -41,7 +41,7 @@ def _common(req: ChatCompletionRequest | CompletionRequest) -> list[str]:
                                     "distribution that the recorded logprobs describe)")
     extra = dict(req.model_extra or {})
     for name, why in REFUSED_EXTRA.items():
-        if extra.get(name) not in (None, [], {}):
+        if extra.get(name) is not None and extra[name] != []:  # web_search_options={} turns search on
             raise _refuse(name, why)
     if extra.get("modalities") not in (None, ["text"]):
         raise _refuse("modalities", "only ['text'] is served")
