@@ -65,3 +65,24 @@ def test_lora_checkpoint_exports_merged_with_the_servers_logits(make_server, tmp
     with torch.no_grad():
         base_logp = base(torch.tensor([prompt + sampled])).logits[0, len(prompt) - 1:-1].log_softmax(-1)
     assert not torch.allclose(base_logp.gather(-1, torch.tensor(sampled)[:, None]).squeeze(-1), mine, atol=1e-4)
+
+
+def test_full_weights_checkpoint_exports_as_is(tmp_path, tiny_model_dir):
+    from vibe_rl.cli.export import export_checkpoint
+    from vibe_rl.engine import load_engine
+    from vibe_rl.errors import ConfigError
+    from vibe_rl.schema import EngineConfig, TrainConfig
+
+    with load_engine(EngineConfig(path=str(tiny_model_dir), device="cpu"), TrainConfig()) as engine:
+        checkpoint = engine.save(tmp_path / "ckpt")
+        ids = torch.tensor([[5, 17, 42, 99]])
+        with torch.no_grad():
+            expected = engine.model(ids).logits
+    out = export_checkpoint(checkpoint, tmp_path / "out")
+    model = transformers.AutoModelForCausalLM.from_pretrained(out, torch_dtype=torch.float32).eval()
+    with torch.no_grad():
+        assert torch.allclose(model(ids).logits, expected, atol=1e-5)
+    assert transformers.AutoTokenizer.from_pretrained(out).encode("hello")
+    with pytest.raises(ConfigError, match="not empty"):
+        export_checkpoint(checkpoint, out)
+    export_checkpoint(checkpoint, out, force=True)  # replaced whole
