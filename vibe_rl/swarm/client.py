@@ -33,6 +33,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -187,7 +188,7 @@ class SwarmClient:
 
     # ------------------------------------------------------------ episodes
 
-    def episode(self, task: Task, timeout: float | None = None, eval: bool = False) -> Any:
+    def episode(self, task: Task, timeout: float | None = None, eval: bool = False) -> AbstractContextManager[Episode]:
         """`with swarm.episode(task) as ep:` an open Episode (ep.base_url, ep.api_key, ep.model, ep.openai());
         end it with `ep.end(reward, metadata)`; an exception in the block aborts it. `timeout`: seconds
         without an LLM call after which the server discards it. `eval=True`: see `begin`."""
