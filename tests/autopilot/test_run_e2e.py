@@ -69,7 +69,7 @@ def test_one_task_id_for_every_game_is_seen_in_the_pool(project, base_env):
     for game in games:
         game["seed"] = 7  # non-empty, but the same for every game: the pool never holds batch_size tasks
     data.write_text(json.dumps(games))
-    res = run_cli(["run", str(project), "--until", "first-step", "--timeout", "400", "--stop"], base_env)
+    res = run_cli(["run", str(project), "--until", "first-step", "--timeout", "600", "--stop"], base_env, timeout=700)
     out = res.stdout + res.stderr
     assert res.returncode != 0
     rep = report_of(project)
