@@ -31,6 +31,7 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 300.0  # a response slower than this counts as a transport error (the connection is dropped)
 JOB = ["train.batch_size=4", "train.grpo_n=4", "train.save_freq=10", "train.lr=0.001", "rollout.max_tokens=6",
        "model.max_model_len=256", "model.device=cpu"]
 
@@ -47,7 +48,7 @@ class Conn:
         data = json.dumps(body).encode()
         self.writer.write(f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{self.port}\r\ncontent-type: application/json\r\n"
                           f"authorization: Bearer {auth}\r\ncontent-length: {len(data)}\r\n\r\n".encode() + data)
-        head = await self.reader.readuntil(b"\r\n\r\n")
+        head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), timeout=TIMEOUT_S)
         lines = head.decode("latin-1").split("\r\n")
         hdrs = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
         payload = await self.reader.readexactly(int(hdrs.get("content-length", 0)))
@@ -73,7 +74,7 @@ async def worker(port: int, token: str, stop_at: float, counts: dict, tasks: ite
         while time.monotonic() < stop_at + 60:  # 429 (busy during an update): back off and retry
             try:
                 status, data = await conn.post(path, body, auth)
-            except (OSError, asyncio.IncompleteReadError, ValueError):
+            except (OSError, asyncio.IncompleteReadError, ValueError, asyncio.TimeoutError):
                 counts["transport_errors"] += 1
                 conn.close()
                 return None
@@ -137,7 +138,8 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "start", "--port", str(port),
            "--model", "tiny", "--experiment-dir", exp, *itertools.chain(*(("--set", s) for s in JOB))]
-    server = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    log = open(Path(exp) / "server.log", "wb")  # a file, not a pipe: a full pipe would block the server's logging
+    server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         deadline = time.monotonic() + 120
@@ -147,7 +149,8 @@ def main() -> None:
                 break
             except httpx.HTTPError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"server did not start: {server.stderr.read().decode()[-2000:]}") from None
+                    tail = (Path(exp) / "server.log").read_text(errors="replace")[-2000:]
+                    raise SystemExit(f"server did not start: {tail}") from None
                 time.sleep(0.2)
         with SwarmClient(url) as client:
             client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
@@ -163,6 +166,7 @@ def main() -> None:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
+        log.close()
         shutil.rmtree(exp, ignore_errors=True)
     start, end = res["rss_mb_after_warmup"], res["rss_mb_end"]
     print(json.dumps({
