@@ -40,6 +40,16 @@ def configs(model_path: str, scenario: str):
     return engine, TrainConfig(lr=LR, micro_batch_size=MICRO_BATCH, kl_coef=kl, gradient_checkpointing=checkpointing)
 
 
+def nan_loss_batch() -> list:
+    """batch(1) where the longest trained-on sample has a NaN rollout logprob: its loss is NaN, its logits
+    are finite. The split gives the longest sample to rank 0, whose micro-batches run shortest first, so
+    the NaN comes in rank 0's last micro-batch, after gradients were accumulated."""
+    samples = batch(1)
+    longest = max((s for s in samples if s.advantage != 0.0), key=lambda s: len(s.input_ids))
+    longest.old_logprobs[-1] = float("nan")
+    return samples
+
+
 POISON_TOKEN = 1050  # a token whose input embedding is NaN in `poisoned_model` (batch() never uses ids >= 1000)
 
 

@@ -1,5 +1,7 @@
 """Sharded training (FSDP2 over 2 gloo processes, the server's own engine) gives the same losses
 and weights as single-process training, and checkpoints move between 2 ranks and 1 process.
+Gradients are reduce-scattered once per step by default ("step" sync), after every micro-batch
+with VIBE_RL_GRAD_SYNC=micro_batch; both give the single-process losses.
 
 Tolerance: `batches.TOLERANCE` (relative 1e-5) on every loss; every weight after two AdamW steps
 within 1% of the learning rate (one step moves a weight by up to lr; Adam divides by sqrt(v), so
@@ -9,13 +11,26 @@ CPU: the only difference is the order of float additions."""
 from __future__ import annotations
 
 import json
+import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.distributed.batches import LR, SCENARIOS, TOLERANCE, batch, configs, poisoned_batch, poisoned_model
+from tests.distributed.batches import (
+    LR,
+    MAX_LEN,
+    MICRO_BATCH,
+    SCENARIOS,
+    TOLERANCE,
+    batch,
+    configs,
+    nan_loss_batch,
+    poisoned_batch,
+    poisoned_model,
+)
 from tests.helpers.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,9 +64,31 @@ def ranks(tmp_path_factory, tiny_model_dir):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", f"--master-port={free_port()}",
            str(ROOT / "tests/distributed/ranks_script.py"), str(tiny_model_dir), str(out),
            "--from-single", str(single_ckpt), "--poisoned", poisoned]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "VIBE_RL_GRAD_SYNC": "auto"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     return json.loads((out / "result.json").read_text()), out
+
+
+@pytest.fixture(scope="module")
+def micro_batch_ranks(tmp_path_factory, tiny_model_dir):
+    """The "full" scenario on 2 ranks that reduce-scatter gradients after every micro-batch."""
+    out = tmp_path_factory.mktemp("ranks-micro-batch")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", f"--master-port={free_port()}",
+           str(ROOT / "tests/distributed/ranks_script.py"), str(tiny_model_dir), str(out), "--only", "full"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "VIBE_RL_GRAD_SYNC": "micro_batch"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return json.loads((out / "result.json").read_text())["full"]
+
+
+def micro_batches_per_rank(samples: list) -> int:
+    """How many forward/backward passes each of 2 ranks runs on `samples` (the same on every rank)."""
+    from vibe_rl.engine.sharding import split_batch
+
+    _, train_cfg = configs("tiny", "full")
+    split = split_batch(samples, 2, MAX_LEN, train_cfg.max_samples, False, 0)
+    return math.ceil(sum(s.advantage != 0.0 for s in split.shards[0]) / MICRO_BATCH)
 
 
 def close(a: float, b: float) -> bool:
@@ -117,3 +154,40 @@ def test_non_finite_logits_on_one_rank_skip_the_step_on_every_rank(ranks):
         clean = engine.train(batch(2))
     assert got["clean_version"] == clean["version"] == 1.0
     assert close(got["clean_loss"], clean["loss"]), (got, clean["loss"])
+
+
+def test_gradients_are_reduced_once_per_step(ranks):
+    """Default ("auto" on CPU -> "step"): one reduce-scatter per FSDP group per step, however many
+    micro-batches the step runs (counted at torch.distributed.reduce_scatter_single on rank 0)."""
+    result, _ = ranks
+    for step, sync in zip((1, 2), result["full"]["sync"], strict=True):
+        assert micro_batches_per_rank(batch(step)) >= 2  # else once per step and per micro-batch look alike
+        assert sync["mode"] == "step" and sync["synced_backwards"] == 1, sync
+        assert sync["reduce_scatters"] == sync["fsdp_groups"] == 5, sync  # 4 decoder layers + the root
+
+
+def test_reducing_every_micro_batch_gives_the_same_losses(micro_batch_ranks, ranks, tiny_model_dir):
+    losses, _ = single_process(str(tiny_model_dir), "full")
+    assert all(close(a, b) for a, b in zip(micro_batch_ranks["losses"], losses, strict=True))
+    assert all(close(a, b) for a, b in zip(micro_batch_ranks["grad_norms"], ranks[0]["full"]["grad_norms"],
+                                           strict=True))
+    for step, sync in zip((1, 2), micro_batch_ranks["sync"], strict=True):
+        n = micro_batches_per_rank(batch(step))
+        assert sync["mode"] == "micro_batch" and sync["synced_backwards"] == n, sync
+        assert sync["reduce_scatters"] == n * sync["fsdp_groups"], sync
+
+
+def test_non_finite_loss_on_one_rank_skips_the_step_on_every_rank(ranks, tiny_model_dir):
+    """Rank 0's last micro-batch has a NaN loss (finite logits); rank 1's are all finite. Every rank
+    skips (none waits in a collective), nothing reduced, and the gradients rank 0 accumulated before
+    the NaN are dropped: the next two steps give the losses of a fresh run."""
+    from vibe_rl.engine import load_engine
+
+    result, _ = ranks
+    got = result["nan_loss"]
+    assert got["skipped"] == 1.0 and got["version_after"] == 0.0
+    assert got["sync"]["reduce_scatters"] == 0 and got["sync"]["synced_backwards"] == 0, got
+    assert all(close(a, b) for a, b in zip(got["clean_losses"], result["full"]["losses"], strict=True)), got
+    engine_cfg, train_cfg = configs(str(tiny_model_dir), "full")
+    with load_engine(engine_cfg, train_cfg) as engine:  # one process skips that batch too
+        assert engine.train(nan_loss_batch())["nan_skipped"] == 1.0

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from vibe_rl.extras import require
@@ -49,12 +50,16 @@ if TYPE_CHECKING:
 
 
 def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfig, *, pad_id: int, device: Any,
-              max_len: int, ref_model: Any = None, version: int = 0) -> tuple[dict[str, float], bool]:
+              max_len: int, ref_model: Any = None, version: int = 0,
+              on_micro_batch: Callable[[int, bool, Any], Any] | None = None) -> tuple[dict[str, float], bool]:
     """One update of `model` with `optimizer` -> (metrics, applied).
 
     `ref_model` is the frozen KL reference (None with LoRA: the base model with the adapter
     off is the reference); `version` is the current weight version, for the staleness metric.
     `applied` is False when the step was skipped because something was not finite.
+    `on_micro_batch(index, is_last, loss) -> loss` (a sharded trainer's hook; None in one process)
+    runs before each micro-batch's backward: it may set up gradient sync and return a non-finite
+    loss to make this rank skip the step together with the others.
     """
     torch = require("torch", "GRPO training")
     opt = optimizer
@@ -72,7 +77,8 @@ def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfi
     sums = dict(loss=0.0, pg_loss=0.0, kl=0.0, clipped=0.0, ratio=0.0, ratio_max=0.0, abs_diff=0.0, tokens=0.0)
     finite = True
     try:
-        for chunk in micro_batches(active, cfg.micro_batch_size):
+        chunks = list(micro_batches(active, cfg.micro_batch_size))
+        for index, chunk in enumerate(chunks):
             batch = collate(chunk, pad_id, device)
             logp, mask = score(model, batch)  # (N,) new logprobs of the written tokens
             old = batch["old_logprobs"][:, 1:][mask]  # (N,)
@@ -90,6 +96,8 @@ def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfi
                 sums["kl"] += float(kl.detach().sum())
 
             loss = per_token.sum() / max(total_tokens, 1)  # scalar; summed over micro-batches = batch mean
+            if on_micro_batch is not None:
+                loss = on_micro_batch(index, index == len(chunks) - 1, loss)
             if not torch.isfinite(loss):
                 finite = False
                 break
