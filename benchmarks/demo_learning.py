@@ -50,10 +50,10 @@ def render(project: Path) -> None:
                    capture_output=True, text=True, check=True)
 
 
-def one_seed(project: Path, work: Path, seed: int, steps: int, timeout: float) -> dict:
+def one_seed(project: Path, work: Path, seed: int, steps: int, timeout: float, warm_flags: list[str]) -> dict:
     t0 = time.time()
     warm = subprocess.run([sys.executable, "warm_start.py", "--seed", str(seed), "--out", str(work / "warm"),
-                           *WARM_START], cwd=project, capture_output=True, text=True)
+                           *warm_flags], cwd=project, capture_output=True, text=True)
     if warm.returncode != 0:
         return {"seed": seed, "ok": False, "error": warm.stderr[-2000:]}
     warm_info = json.loads(warm.stdout.strip().splitlines()[-1])
@@ -118,6 +118,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=10, help="Weight updates per seed")
     parser.add_argument("--timeout", type=float, default=900.0, help="Seconds per seed for the RL part")
+    parser.add_argument("--warm-start", default=" ".join(WARM_START), help="warm_start.py flags (default: the demo's)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="demo-learning-"))
     try:
@@ -127,14 +128,14 @@ def main() -> None:
         for seed in args.seeds:
             work = root / f"seed{seed}"
             work.mkdir()
-            results.append(one_seed(project, work, seed, args.steps, args.timeout))
+            results.append(one_seed(project, work, seed, args.steps, args.timeout, args.warm_start.split()))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     rose = sum(bool(r.get("rose")) for r in results)
     print(json.dumps({"benchmark": "demo_learning", "reward": "shaped (game.shaped_reward: win 1 / loss 0, plus "
                       "0.5 x legal-ballot share and 0.5 x spy-hit share of the civilians' ballots)",
-                      "settings": {"game": DEMO_GAME, "server": DEMO_SETS, "warm_start": WARM_START,
+                      "settings": {"game": DEMO_GAME, "server": DEMO_SETS, "warm_start": args.warm_start.split(),
                                    "steps": args.steps},
                       "seeds": args.seeds, "rose_in": rose, "of": len(results),
                       "margins": [r.get("margin") for r in results], "per_seed": results}))
