@@ -51,7 +51,10 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
                       prefixes: PrefixCache | None = None) -> ChatResult:
     ignored = check_chat(req)
     messages = [m.model_dump(exclude_none=True) for m in req.messages]
-    prompt_text, prompt_ids = await asyncio.to_thread(_tokenize, engine, messages, req, prefixes)  # off the loop
+    if _prompt_chars(req) > INLINE_PROMPT_CHARS:  # a long prompt renders off the loop; a short one costs less inline
+        prompt_text, prompt_ids = await asyncio.to_thread(_tokenize, engine, messages, req, prefixes)
+    else:
+        prompt_text, prompt_ids = _tokenize(engine, messages, req, prefixes)
     room = engine.max_model_len - len(prompt_ids)
     if room < 1:
         raise ApiError(400, f"This model's maximum context length is {engine.max_model_len} tokens, but the "
@@ -164,6 +167,23 @@ def _chat_body(engine: Any, req: ChatCompletionRequest, gens: list[Any], message
             "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": completion_tokens,
                       "total_tokens": len(prompt_ids) + completion_tokens}}
     return body, turns
+
+
+INLINE_PROMPT_CHARS = 16_384  # prompts up to this many characters are rendered on the event loop
+
+
+def _prompt_chars(req: ChatCompletionRequest) -> int:
+    """A cheap estimate of the prompt's size: message texts, tool-call arguments, ~1000 characters per tool."""
+    size = 1000 * len(req.tools or [])
+    for m in req.messages:
+        if isinstance(m.content, str):
+            size += len(m.content)
+        elif m.content:
+            size += sum(len(str(part.get("text", ""))) + 100 for part in m.content)
+        for call in m.tool_calls or []:
+            fn = call.get("function")
+            size += 200 + (len(str(fn.get("arguments", ""))) if isinstance(fn, dict) else INLINE_PROMPT_CHARS)
+    return size
 
 
 def _tokenize(engine: Any, messages: list[dict[str, Any]], req: ChatCompletionRequest,
