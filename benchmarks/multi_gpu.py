@@ -13,6 +13,12 @@ memory of every GPU. For N > 1 it measures two things in one process group:
 generation replica a server keeps, re-synced after every step: what a server really uses).
 The 1-GPU figure is the single-process engine, whose one model both generates and trains.
 Prints one JSON object (plus `scaling` ratios against the 1-GPU run when both ran).
+
+`--variants` runs the N-GPU step under several trainer settings, each a `+`-joined list of:
+`auto` / `step` / `micro_batch` (when gradients are reduce-scattered: VIBE_RL_GRAD_SYNC),
+`keep` (reshard_after_forward off for the decoder layers: no all-gather in backward, more memory)
+and `mbN` (N sequences per micro-batch on every rank). E.g. `--variants micro_batch,step,step+keep,auto+mb8`.
+Each N-GPU run reports the sync mode its steps used (`grad_sync`) and its synced backwards per step.
 """
 
 from __future__ import annotations
@@ -119,7 +125,8 @@ def sharded(args) -> dict | None:
 
     env = distributed.init_from_env()
     cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples)
-    trainer = ShardedTrainer(build_model(args.shape, env.device), cfg, env, pad_id=0, max_model_len=args.tokens + 8)
+    trainer = ShardedTrainer(build_model(args.shape, env.device), cfg, env, pad_id=0, max_model_len=args.tokens + 8,
+                             grad_sync=args.grad_sync, reshard_after_forward=not args.keep_gathered)
     batch = make_batch(args.samples, args.tokens)
     dev = torch.device(env.device)
     train_s, train_peak, m1 = timed(lambda: trainer.step(batch), args.steps, dev)
@@ -140,14 +147,33 @@ def sharded(args) -> dict | None:
             "peak_gb_per_gpu": [round(p[1], 2) for p in peaks], "replica_sync_s": round(sync_s, 3),
             "train_only": {"step_s": round(train_s, 3), "tokens_per_s": round(args.samples * args.tokens / train_s),
                            "peak_gb_per_gpu": [round(p[0], 2) for p in peaks]},
+            "grad_sync": trainer.last_sync_mode, "synced_backwards_per_step": trainer.last_grad_syncs,
+            "reshard_after_forward": trainer.reshard_after_forward, "micro_batch_size": args.micro_batch_size,
             "loss": m2["loss"], "applied": m1["nan_skipped"] == 0 and m2["nan_skipped"] == 0}
 
 
-def launch(args, gpus: int) -> dict:
+def variant_options(variant: str, micro_batch_size: int) -> tuple[str, bool, int]:
+    """'step+keep+mb8' -> (grad sync mode, keep gathered weights, micro-batch size)."""
+    mode, keep, mb = "auto", False, micro_batch_size
+    for part in filter(None, variant.split("+")):
+        if part in ("auto", "step", "micro_batch"):
+            mode = part
+        elif part == "keep":
+            keep = True
+        elif part.startswith("mb") and part[2:].isdigit():
+            mb = int(part[2:])
+        else:
+            raise SystemExit(f"unknown variant part {part!r}: use auto|step|micro_batch, keep, mbN")
+    return mode, keep, mb
+
+
+def launch(args, gpus: int, variant: str = "auto") -> dict:
+    mode, keep, mb = variant_options(variant, args.micro_batch_size)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         child = [__file__, "--child", "--shape", args.shape, "--samples", str(args.samples), "--tokens",
-                 str(args.tokens), "--steps", str(args.steps), "--micro-batch-size", str(args.micro_batch_size),
+                 str(args.tokens), "--steps", str(args.steps), "--micro-batch-size", str(mb if gpus > 1 else
+                 args.micro_batch_size), "--grad-sync", mode, *(["--keep-gathered"] if keep else []),
                  "--out", str(out)]
         if gpus == 1:
             cmd = [sys.executable, *child]
@@ -161,8 +187,9 @@ def launch(args, gpus: int) -> dict:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(gpus))
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
         if proc.returncode != 0 or not out.is_file():
-            return {"gpus": gpus, "error": (proc.stdout + proc.stderr)[-3000:]}
-        return json.loads(out.read_text())
+            return {"gpus": gpus, "variant": variant, "error": (proc.stdout + proc.stderr)[-3000:]}
+        result = json.loads(out.read_text())
+        return result if gpus == 1 else {"variant": variant, **result}
 
 
 def main() -> None:
@@ -173,6 +200,11 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--steps", type=int, default=3, help="steps per configuration (the first is a warm-up)")
     ap.add_argument("--micro-batch-size", type=int, default=4)
+    ap.add_argument("--variants", default="auto", help=(
+        "N-GPU trainer settings to compare, comma-separated; each a +-joined list of auto|step|micro_batch "
+        "(gradient sync), keep (no reshard after forward), mbN (micro-batch size); default: auto"))
+    ap.add_argument("--grad-sync", default="auto", help=argparse.SUPPRESS)
+    ap.add_argument("--keep-gathered", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -182,7 +214,10 @@ def main() -> None:
         if result is not None:
             Path(args.out).write_text(json.dumps(result))
         return
-    runs = [launch(args, int(g)) for g in args.gpus.split(",")]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()] or ["auto"]
+    for v in variants:
+        variant_options(v, args.micro_batch_size)  # fail fast on a typo
+    runs = [launch(args, g, v) for g in (int(x) for x in args.gpus.split(",")) for v in (variants if g > 1 else [""])]
     report = {"benchmark": "multi_gpu", "shape": args.shape, "samples": args.samples, "tokens": args.tokens,
               "micro_batch_size": args.micro_batch_size, "runs": runs}
     one = next((r for r in runs if r.get("gpus") == 1 and "error" not in r), None)
@@ -190,7 +225,8 @@ def main() -> None:
         one = None
     for r in runs:
         if one is not None and r is not one and "error" not in r:
-            report.setdefault("scaling", {})[f"{r['gpus']}_vs_1"] = {
+            key = f"{r['gpus']}_vs_1" + (f"_{r['variant']}" if len(variants) > 1 else "")
+            report.setdefault("scaling", {})[key] = {
                 "throughput_ratio": round(r["tokens_per_s"] / one["tokens_per_s"], 3),
                 "train_only_throughput_ratio": round(r["train_only"]["tokens_per_s"] / one["tokens_per_s"], 3),
                 "peak_memory_ratio": round(max(r["peak_gb_per_gpu"]) / one["peak_gb_per_gpu"][0], 3),
