@@ -7,7 +7,13 @@ Every chat call carries its own sampling seed and every episode a fixed reward, 
 train on the same tokens. Compared per update: the loss within the layout's `atol` (on-policy
 GRPO with equal-length answers has a loss near 0: ratio 1, advantages summing to 0 per group)
 and the gradient norm, the fingerprint of the update, within `rtol`; both runs use fp32 (on the
-GPUs too), so the only difference is float rounding.
+GPUs too), so the only difference is float rounding. Before that, each layout must be on-policy:
+every update trains on samples of the weights it starts from (staleness 0) whose rollout
+logprobs equal the trainer's within `gap` (a replica that generated from other weights, or on
+the wrong device, shows here first), and both layouts trained on as many tokens.
+
+The CPU layout hides every GPU from its ranks (CUDA_VISIBLE_DEVICES=""), so it runs the same on
+a CPU-only host and on a GPU host.
 """
 
 from __future__ import annotations
@@ -35,10 +41,10 @@ def _cuda_pair() -> bool:
 
 
 LAYOUTS = {
-    "cpu": dict(sets=[*SETS, "model.device=cpu"], gpus=None, model="tiny", rtol=1e-4, atol=1e-6),
+    "cpu": dict(sets=[*SETS, "model.device=cpu"], gpus=("", "", ""), model="tiny", rtol=1e-4, atol=1e-6, gap=1e-3),
     # fp32 on the GPUs too: bf16 rounding that differs with batch shapes could flip a sampled token
     "gpu": dict(sets=[*SETS, "model.device=auto", "model.dtype=float32"], gpus=("0,1", "0", "1"), model="tiny",
-                rtol=1e-2, atol=1e-4),  # looser: GPU kernels may pick other reduction orders per batch shape
+                rtol=1e-2, atol=1e-4, gap=1e-3),  # looser: GPU kernels may pick other reduction orders per batch shape
 }
 
 
@@ -57,7 +63,7 @@ def play(client, task_id: str, index: int) -> None:
     client.end_episode(Task(task_id=task_id), episode_uuid, WorkflowOutput(reward=float(index % 2)))
 
 
-def train_two_steps(server: RankedServer) -> list[float]:
+def train_two_steps(server: RankedServer) -> list[dict]:
     from vibe_rl.swarm import SwarmClient, TrainJob, run_in_flight
 
     client = SwarmClient(server.url)
@@ -78,7 +84,16 @@ def train_two_steps(server: RankedServer) -> list[float]:
     gpus = [d["gpu"] for d in status["devices"] if d.get("gpu") is not None]
     assert "devices: 2 process(es)" in view.stdout, view.stdout + view.stderr
     assert not gpus or f"{len(gpus)} GPU(s)" in view.stdout, view.stdout
-    return [(u.loss, u.grad_norm) for u in client.updates(0)]
+    keys = ("loss", "grad_norm", "num_loss_tokens", "logprob_abs_diff", "staleness_mean")
+    return [{k: (u.model_dump() | (u.model_extra or {})).get(k) for k in keys} for u in client.updates(0)]
+
+
+def assert_on_policy(updates: list[dict], gap: float, layout: str) -> None:
+    for u in updates:
+        assert u["staleness_mean"] == 0, (layout, updates)
+        assert u["logprob_abs_diff"] <= gap, (
+            f"{layout}: the rollout logprobs differ from the trainer's on an on-policy update: a replica "
+            f"generated from other weights or numerics", updates)
 
 
 def run_layouts(tmp_path, layout: str) -> None:
@@ -90,7 +105,8 @@ def run_layouts(tmp_path, layout: str) -> None:
                             gpus_per_node=[gpus[0]] if gpus else None).start()
     try:
         losses = train_two_steps(one_node)
-        assert len(losses) == 2 and all(loss is not None and norm > 0 for loss, norm in losses), losses
+        assert len(losses) == 2 and all(u["loss"] is not None and u["grad_norm"] > 0 for u in losses), losses
+        assert_on_policy(losses, spec["gap"], "1 node")
         assert (one_node.exp_dir / "checkpoints" / "step_000002" / "model" / "config.json").is_file()
         one_node.kill()
         deadline = time.monotonic() + 60
@@ -113,9 +129,11 @@ def run_layouts(tmp_path, layout: str) -> None:
         multi = train_two_steps(two_nodes)
     finally:
         two_nodes.stop()
-    for (loss_a, norm_a), (loss_b, norm_b) in zip(losses, multi, strict=True):
-        assert abs(loss_a - loss_b) <= spec["atol"], (losses, multi)
-        assert abs(norm_a - norm_b) <= spec["rtol"] * max(norm_a, norm_b), (losses, multi)
+    assert_on_policy(multi, spec["gap"], "2 nodes")
+    for a, b in zip(losses, multi, strict=True):
+        assert a["num_loss_tokens"] == b["num_loss_tokens"], ("the layouts sampled different tokens", losses, multi)
+        assert abs(a["loss"] - b["loss"]) <= spec["atol"], (losses, multi)
+        assert abs(a["grad_norm"] - b["grad_norm"]) <= spec["rtol"] * max(a["grad_norm"], b["grad_norm"]), (losses, multi)
 
 
 @pytest.mark.slow
