@@ -227,6 +227,8 @@ class EngineStatus(_Response):
     notes: list[str] = Field(default_factory=list, description="What the server adjusted or noticed")
     errors: list[str] = Field(default_factory=list, description="Recent errors (boot, updates, requests)")
     devices: list[dict[str, Any]] = Field(default_factory=list, description="Where the engine runs (rank, device)")
+    counters: dict[str, int] = Field(default_factory=dict, description="Running totals since the server started: "
+                                     "llm_calls, generated_tokens (trainable model), episodes_ended")
     job: TrainJob | None = Field(default=None, description="The job the engine runs, after the server's overrides")
 
 
