@@ -31,9 +31,12 @@ def server(tiny_model_dir, tmp_path):
 
     port, exp = free_port(), tmp_path / "experiment"
     log_path = tmp_path / "server.log"
+    config = tmp_path / "server.yaml"  # static models come only from the server's own config
+    config.write_text("model:\n  path: tiny\nstatic_models:\n- name: opponent\n")
     with open(log_path, "w") as log:
         proc = subprocess.Popen([str(VIBE_RL), "swarm", "start", "--port", str(port), "--model", "tiny",
-                                 "--experiment-dir", str(exp)], stdout=log, stderr=subprocess.STDOUT)
+                                 "--config", str(config), "--experiment-dir", str(exp)],
+                                stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(1500):
