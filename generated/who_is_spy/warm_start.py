@@ -29,7 +29,7 @@ from game_engine import Game, new_game
 HERE = Path(__file__).resolve().parent
 SENTENCES = ["It is common.", "People know it well.", "You can find it in many places.", "Many people like it.",
              "It is part of daily life.", "Most of us have seen one.", "It can be big or small."]
-DESCRIBE_SHARE = 0.25  # of the examples; the rest are votes, the harder format
+DESCRIBE_SHARE = 0.25  # default share of description examples; the rest are votes, the harder format
 
 
 def random_state(games: list[dict], rng: random.Random) -> Game:
@@ -46,11 +46,11 @@ def random_state(games: list[dict], rng: random.Random) -> Game:
     return game if game.winner() is None else random_state(games, rng)
 
 
-def example(games: list[dict], rng: random.Random) -> tuple[dict, Game, str]:
+def example(games: list[dict], rng: random.Random, describe_share: float = DESCRIBE_SHARE) -> tuple[dict, Game, str]:
     """One chat example: (conversation, the game, the voter's id or '' for a description)."""
     game = random_state(games, rng)
     player = rng.choice(game.alive())
-    if rng.random() < DESCRIBE_SHARE:
+    if rng.random() < describe_share:
         return {"messages": messages_for(game, player, DESCRIBE) + [
             {"role": "assistant", "content": rng.choice(SENTENCES)}]}, game, ""
     target = rng.choice([p.pid for p in game.alive() if p is not player])
@@ -62,7 +62,7 @@ def legal_vote_share(engine, games: list[dict], rng: random.Random, n: int, max_
     """Share of sampled VOTE answers (temperature 1) that name a living player other than the voter."""
     legal = tried = 0
     while tried < n:
-        convo, game, voter = example(games, rng)
+        convo, game, voter = example(games, rng, describe_share=0.0)
         if not voter:
             continue
         text = engine.tokenizer.apply_chat_template(convo["messages"][:-1], tools=convo["tools"], tokenize=False,
@@ -81,6 +81,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8, help="Examples per step")
     parser.add_argument("--lr", type=float, default=2e-2, help="Learning rate")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the examples and of the model's sampling")
+    parser.add_argument("--describe-share", type=float, default=DESCRIBE_SHARE, help="Share of description examples")
     parser.add_argument("--eval", type=int, default=40, help="Votes sampled to measure the legal-vote share")
     parser.add_argument("--out", default="experiments/warm_start", help="Output: <out>/model is an HF directory")
     args = parser.parse_args()
@@ -91,8 +92,10 @@ def main() -> None:
                          TrainConfig(lr=args.lr, micro_batch_size=8), trainable=True)
     try:
         started = time.monotonic()
-        losses = [round(engine.sft([example(games, rng)[0] for _ in range(args.batch)])["sft_loss"], 4)
-                  for _ in range(args.steps)]
+        losses = []
+        for _ in range(args.steps):
+            batch = [example(games, rng, args.describe_share)[0] for _ in range(args.batch)]
+            losses.append(round(engine.sft(batch)["sft_loss"], 4))
         sft_s = time.monotonic() - started
         share = legal_vote_share(engine, games, rng, args.eval, max_tokens=16) if args.eval else None
         saved = engine.save(Path(args.out))
