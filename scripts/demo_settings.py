@@ -19,7 +19,7 @@ DEMO_GAME = {"shaped_reward": True, "num_players": 4, "max_rounds": 2}
 DEMO_SETS = ["train.lr=0.003", "train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=16",
              "train.save_freq=0"]
 # A short supervised warm start on the game's answer format (see the project's warm_start.py).
-WARM_START = ["--steps", "20", "--batch", "8", "--lr", "0.02", "--eval", "20"]
+WARM_START = ["--steps", "60", "--batch", "16", "--lr", "0.01", "--describe-share", "0", "--eval", "20"]
 DEMO_STEPS = 10
 
 if __name__ == "__main__":
