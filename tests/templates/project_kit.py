@@ -62,13 +62,16 @@ def pytest_inside(project: Path, test_file: str) -> subprocess.CompletedProcess:
 
 # ---- real swarm servers with the tiny model -------------------------------------------------------
 
-def start_server(tmp_path: Path, name: str, max_tokens: int, max_model_len: int) -> tuple[subprocess.Popen, str]:
+def start_server(tmp_path: Path, name: str, max_tokens: int, max_model_len: int,
+                 config: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """A tiny-model server; `config` (the project's config.yaml) declares its static models, which a
+    synced job may only name, never define."""
     port = free_port()
     log = open(tmp_path / f"{name}.log", "wb")
     cmd = [VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny", "--experiment-dir",
            str(tmp_path / name), "--set", "train.batch_size=2", "--set", "train.grpo_n=2",
            "--set", f"rollout.max_tokens={max_tokens}", "--set", f"model.max_model_len={max_model_len}",
-           "--set", "model.device=cpu"]
+           "--set", "model.device=cpu"] + (["--config", str(config)] if config else [])
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
     while True:

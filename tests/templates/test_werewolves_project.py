@@ -211,7 +211,7 @@ print(json.dumps({"task": task.task_id, "outputs": {k: v.model_dump() for k, v i
 
 @pytest.mark.slow
 def test_one_episode_against_a_real_swarm_server(project, tmp_path, tiny_model_dir):
-    proc, url = start_server(tmp_path, "server1", 16, 1024)
+    proc, url = start_server(tmp_path, "server1", 16, 1024, config=project / "config.yaml")
     try:
         done = subprocess.run([sys.executable, "-c", DRIVER, url], cwd=project, capture_output=True, text=True,
                               timeout=900, env={**os.environ, "VIBE_RL_MAX_TOKENS": "16"})

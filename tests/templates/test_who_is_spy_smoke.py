@@ -47,6 +47,7 @@ def test_one_episode_against_a_real_swarm_server(tmp_path, tiny_model_dir):
     env.update(VIBE_RL_MAX_TOKENS="24", PYTHONUNBUFFERED="1")
     log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen([VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny",
+                               "--config", str(project / "config_cpu.yaml"),  # declares qwen-max (static)
                                "--experiment-dir", str(tmp_path / "exp")], stdout=log, stderr=subprocess.STDOUT,
                               env=env)
     url = f"http://127.0.0.1:{port}"
