@@ -16,7 +16,7 @@ import sys
 DEMO_GAME = {"shaped_reward": True, "num_players": 4, "max_rounds": 2}
 # Server job on CPU (vibe-rl run adds --model tiny; these come after it). A large learning rate suits the
 # <1M-parameter tiny model; 2 tasks x 2 episodes per update keeps a step short on 2 cores.
-DEMO_SETS = ["train.lr=0.003", "train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=16",
+DEMO_SETS = ["train.lr=0.0003", "train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=16",
              "train.save_freq=0"]
 # A short supervised warm start on the game's answer format (see the project's warm_start.py).
 WARM_START = ["--steps", "60", "--batch", "16", "--lr", "0.01", "--describe-share", "0", "--eval", "20"]
