@@ -11,7 +11,8 @@ from pathlib import Path
 
 from vibe_rl.autopilot import resume, signals
 from vibe_rl.autopilot.state import RunState, ServerProgress
-from vibe_rl.swarm.pool import CompletedEpisode, TurnRecord
+from vibe_rl.rl.samples import Turn
+from vibe_rl.swarm.pool import CompletedEpisode
 from vibe_rl.swarm.store import Store
 
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
@@ -32,7 +33,7 @@ def _record(root: Path, step: int, episodes: int, answer: str = "no move") -> No
     (exp / "checkpoints" / "latest.json").write_text(json.dumps({"step": step, "dir": ckpt.name}))
     store = Store(exp / "swarm.sqlite")
     for i in range(episodes):
-        turn = TurnRecord([1, 2], [3], [-0.1], [{"role": "user", "content": "move?"}], response_text=answer,
+        turn = Turn([1, 2], [3], [-0.1], [{"role": "user", "content": "move?"}], response_text=answer,
                           player="p", model="server1", ts=float(i))
         store.save_episode(CompletedEpisode(f"e{i}", f"t{i}", 0.0, [turn], float(i)), {}, {})
     store.close()

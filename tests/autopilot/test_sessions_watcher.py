@@ -91,9 +91,9 @@ def test_client_that_died_without_traceback(tmux, tmp_path):
 
 
 def test_cli_stop_ends_the_projects_sessions_and_nothing_else(base_project, base_env, tmux_socket):
-    from .conftest import run_cli
-
     from vibe_rl.autopilot import identity
+
+    from .conftest import run_cli
 
     own = f"spy-{identity.key(base_project)}"  # the project's sessions carry a hash of its folder
     names = [f"{own}-swarm-server", f"{own}-swarm-server-2", f"{own}-swarm-client", f"{own}-swarm-server-3x",

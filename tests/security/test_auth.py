@@ -21,6 +21,7 @@ from vibe_rl.swarm.auth import registry_path
 
 from .conftest import ROOT_CLI, admin, error
 
+
 def _flat(text: str) -> str:
     """CLI output without the error box's borders and line wrapping."""
     return " ".join(text.replace("│", " ").split())

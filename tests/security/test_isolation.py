@@ -9,8 +9,9 @@ import httpx
 import openai
 import pytest
 
+from vibe_rl.rl.samples import Turn
 from vibe_rl.swarm import SwarmClient, Task, WorkflowOutput
-from vibe_rl.swarm.pool import CompletedEpisode, Pool, TurnRecord, _std
+from vibe_rl.swarm.pool import CompletedEpisode, Pool, _std
 from vibe_rl.swarm.updates import build_batch
 
 from .conftest import admin, error
@@ -80,14 +81,14 @@ def test_item4_huge_rewards_are_refused_and_status_survives(server):
 
 
 def _ep(task_id: str, reward: float) -> CompletedEpisode:
-    turn = TurnRecord(prompt_ids=[1, 2, 3], response_ids=[4, 5], logprobs=[-0.5, -0.7], messages=[])
+    turn = Turn(prompt_ids=[1, 2, 3], response_ids=[4, 5], response_logprobs=[-0.5, -0.7], messages=[])
     return CompletedEpisode(f"{task_id}-{reward}", task_id, reward, [turn])
 
 
 def test_item4_a_bad_group_is_rejected_alone_and_stats_never_overflow():
     """Episodes recovered from an older store may still hold huge rewards: only their group is set aside."""
     bad, good = [_ep("bad", 1e200), _ep("bad", 0.0)], [_ep("good", 1.0), _ep("good", 0.0)]
-    batch = build_batch([bad, good], max_samples=64)
+    batch = build_batch([bad, good])
     assert [g[0].task_id for g in batch.groups] == ["good"] and len(batch.samples) == 2
     assert [(g[0].task_id, "exceeds" in why) for g, why in batch.rejected] == [("bad", True)]
     assert _std([1e200, 0.0]) == pytest.approx(5e199) and _std([1e308, -1e308]) == pytest.approx(1e308)

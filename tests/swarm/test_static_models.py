@@ -49,7 +49,7 @@ def test_static_models_are_forwarded_recorded_and_not_trained(make_server, tmp_p
             assert time.monotonic() < deadline
             time.sleep(0.1)
         status = client.get_engine_status()
-        assert status["last_update"]["samples"] == 2  # one trainable turn per episode; static calls are context
+        assert status["last_update"]["num_samples"] == 2  # one trainable turn per episode; static calls are context
 
         db = sqlite3.connect(f"{server.exp_dir}/swarm.sqlite")
         rows = db.execute("SELECT player, model, static, length(response_ids) FROM turns ORDER BY ts, idx").fetchall()

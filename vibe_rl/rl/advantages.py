@@ -34,6 +34,14 @@ class Advantages:
         return {"groups": float(self.num_groups), "all_equal_groups": float(self.num_all_equal_groups)}
 
 
+def all_equal(rewards: Sequence[float]) -> bool:
+    """True when a group's rewards carry no learning signal: every advantage would be 0.
+
+    The one test for it: the pool's `non_dummy_tasks` policy and the advantages both use it.
+    """
+    return not rewards or max(rewards) - min(rewards) <= 1e-12
+
+
 def grpo_advantages(task_ids: Sequence[str], rewards: Sequence[float], *, scale_by_std: bool = True,
                     eps: float = 1e-6) -> Advantages:
     """Episode rewards -> group-normalised advantages (episodes grouped by task_id)."""
@@ -50,7 +58,7 @@ def grpo_advantages(task_ids: Sequence[str], rewards: Sequence[float], *, scale_
         mean = sum(rs) / len(rs)
         std = math.sqrt(sum((r - mean) ** 2 for r in rs) / len(rs))
         out.group_means[task], out.group_stds[task] = mean, std
-        if max(rs) - min(rs) <= 1e-12:  # all equal: no signal, exactly zero
+        if all_equal(rs):  # no signal: exactly zero
             out.num_all_equal_groups += 1
             continue
         for i, r in zip(members, rs, strict=True):

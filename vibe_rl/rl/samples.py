@@ -16,21 +16,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from vibe_rl.errors import ConfigError
 
 
 @dataclass
 class Turn:
-    """One recorded LLM call: the exact token ids the engine saw and sampled."""
+    """One recorded LLM call: the exact token ids the engine saw and sampled.
+
+    The one record type from the swarm server to the trainer: the server stores it (with the
+    readable `messages`/`response_text`, the `model` it reached and whether that was a `static`
+    opponent) and the trainer builds samples from the same objects. A static call has no ids
+    (it is context, never trained).
+    """
 
     prompt_ids: list[int]
     response_ids: list[int]
     response_logprobs: list[float]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    response_text: str = ""
     player: str | None = None
+    model: str = ""
+    static: bool = False
     weight_version: int = 0
     temperature: float = 1.0
     top_p: float = 1.0
+    ts: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.response_ids) != len(self.response_logprobs):
@@ -38,8 +50,13 @@ class Turn:
                 f"Turn has {len(self.response_ids)} response ids but {len(self.response_logprobs)} logprobs; "
                 "record one logprob per sampled token (the engine's Generation.logprobs)."
             )
-        if not self.prompt_ids:
+        if not self.prompt_ids and not self.static:
             raise ConfigError("Turn has an empty prompt; every LLM call has at least one prompt token.")
+
+    @property
+    def trainable(self) -> bool:
+        """A call of the trainable model that produced tokens."""
+        return not self.static and bool(self.prompt_ids) and bool(self.response_ids)
 
 
 @dataclass

@@ -12,10 +12,10 @@ import time
 import uuid
 from typing import Any
 
+from vibe_rl.rl.samples import Turn
 from vibe_rl.swarm.chat import PrefixCache, trim_stop
 from vibe_rl.swarm.generate import ChatResult, sampling_for, submit
 from vibe_rl.swarm.openai_compat import cap_fields, check_completion
-from vibe_rl.swarm.pool import TurnRecord
 from vibe_rl.swarm.protocol import ApiError, CompletionRequest
 from vibe_rl.swarm.stream import TokenFeed, completion_events
 
@@ -98,7 +98,7 @@ async def _run(serving: Any, req: CompletionRequest, timing: dict[str, Any], pre
             choices.append({"index": k, "text": text, "finish_reason": gen.finish_reason,
                             "logprobs": _logprobs(engine.tokenizer, gen) if req.logprobs is not None else None})
             used += len(gen.token_ids)
-            result.turns.append(TurnRecord(prompt_ids=ids, response_ids=list(gen.token_ids), logprobs=list(gen.logprobs),
+            result.turns.append(Turn(prompt_ids=ids, response_ids=list(gen.token_ids), response_logprobs=list(gen.logprobs),
                                            messages=[], response_text=text, model=req.model,
                                            temperature=sampling.temperature, top_p=sampling.top_p,
                                            weight_version=gen.weight_version))

@@ -3,7 +3,7 @@
 The response is an OpenAI chat completion (a dict), or with `stream: true` an
 SSE stream whose chunks leave as the engine samples the tokens (see
 `vibe_rl.swarm.stream`; `ChatResult.finished` resolves when generation ends).
-Each choice also becomes a `TurnRecord` with the prompt ids, the engine's
+Each choice also becomes a `Turn` with the prompt ids, the engine's
 response ids and logprobs, and the weight version.
 """
 
@@ -16,10 +16,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import RolloutConfig
 from vibe_rl.swarm.chat import PrefixCache, parse_tool_calls, render_text, trim_stop
 from vibe_rl.swarm.openai_compat import cap_fields, check_chat
-from vibe_rl.swarm.pool import TurnRecord
 from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
 from vibe_rl.swarm.stream import TokenFeed, chat_events
 
@@ -27,7 +27,7 @@ from vibe_rl.swarm.stream import TokenFeed, chat_events
 @dataclass
 class ChatResult:
     body: Any  # dict, or an async iterator of SSE bytes
-    turns: list[TurnRecord]
+    turns: list[Turn]
     # Streaming: resolves (to the complete body) once generation ends; `turns` are filled in by then.
     finished: asyncio.Future | None = None
 
@@ -137,7 +137,7 @@ def logprobs_content(tokenizer: Any, gen: Any) -> list[dict[str, Any]]:
 
 def _chat_body(engine: Any, req: ChatCompletionRequest, gens: list[Any], messages: list[dict[str, Any]],
                prompt_text: str, prompt_ids: list[int], sampling: Any, model_name: str, static: bool,
-               prefixes: PrefixCache | None) -> tuple[dict[str, Any], list[TurnRecord]]:
+               prefixes: PrefixCache | None) -> tuple[dict[str, Any], list[Turn]]:
     tools_on, stop = _tools_on(req), req.stop_list()
     choices, turns = [], []
     completion_tokens = 0
@@ -157,8 +157,8 @@ def _chat_body(engine: Any, req: ChatCompletionRequest, gens: list[Any], message
             choice["logprobs"] = {"content": logprobs_content(engine.tokenizer, gen)}
         choices.append(choice)
         completion_tokens += len(gen.token_ids)
-        turns.append(TurnRecord(prompt_ids=prompt_ids, response_ids=list(gen.token_ids),
-                                logprobs=list(gen.logprobs), messages=messages, response_text=text,
+        turns.append(Turn(prompt_ids=prompt_ids, response_ids=list(gen.token_ids),
+                                response_logprobs=list(gen.logprobs), messages=messages, response_text=text,
                                 model=req.model, static=static, temperature=sampling.temperature,
                                 top_p=sampling.top_p,
                                 weight_version=getattr(gen, "weight_version", getattr(engine, "version", 0))))

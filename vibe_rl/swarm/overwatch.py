@@ -99,7 +99,7 @@ def render(status: dict[str, Any], url: str = "", history: list[dict[str, Any]] 
     if pace:
         parts.append(Text("throughput: " + ", ".join(pace), style="magenta"))
     if upd:
-        keys = ("loss", "reward_mean", "episodes", "samples", "update_s")
+        keys = ("loss", "reward_mean", "episodes", "num_samples", "update_s")
         parts.append(Text("last update: step " + str(upd.get("step")) + "  " +
                           "  ".join(f"{k}={upd[k]:.4g}" if isinstance(upd[k], float) else f"{k}={upd[k]}"
                                     for k in keys if k in upd), style="cyan"))

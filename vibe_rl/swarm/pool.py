@@ -18,25 +18,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from vibe_rl.rl.advantages import all_equal
+from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import CollectionPolicy, TrainConfig
-
-
-@dataclass
-class TurnRecord:
-    """One LLM call of an episode, as the server saw it."""
-
-    prompt_ids: list[int]
-    response_ids: list[int]
-    logprobs: list[float]
-    messages: list[dict[str, Any]]
-    response_text: str = ""
-    player: str | None = None
-    model: str = ""
-    static: bool = False  # a static opponent: recorded as context, never trained
-    weight_version: int = 0
-    temperature: float = 1.0
-    top_p: float = 1.0
-    ts: float = 0.0
 
 
 @dataclass
@@ -44,7 +28,7 @@ class CompletedEpisode:
     episode_uuid: str
     task_id: str
     reward: float
-    turns: list[TurnRecord] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)  # the one recorded-call type (vibe_rl.rl.samples)
     ended_at: float = 0.0
 
 
@@ -131,7 +115,7 @@ class Pool:
         self.touched[episode.task_id] = time.monotonic()
         if len(group) >= self.train.grpo_n:
             self.complete[episode.task_id] = None
-            if episode.task_id not in self.non_dummy and _std([e.reward for e in group]) > 1e-8:
+            if episode.task_id not in self.non_dummy and not all_equal([e.reward for e in group]):
                 self.non_dummy[episode.task_id] = None
 
     def _pop(self, task_id: str) -> list[CompletedEpisode]:

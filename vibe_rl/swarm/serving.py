@@ -40,12 +40,13 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import TrainJob
 from vibe_rl.swarm import bounds
 from vibe_rl.swarm.auth import same_token
 from vibe_rl.swarm.chat import PrefixCache
 from vibe_rl.swarm.config import ServerConfig
-from vibe_rl.swarm.pool import CompletedEpisode, Pool, TurnRecord
+from vibe_rl.swarm.pool import CompletedEpisode, Pool
 from vibe_rl.swarm.protocol import ApiError, BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest
 from vibe_rl.swarm.static import StaticRouter
 from vibe_rl.swarm.updater import ROLLING, WEIGHT_SYNCING, UpdateLoop  # noqa: F401  (re-exported states)
@@ -62,7 +63,7 @@ class Episode:
     timeout: float
     created: float = field(default_factory=time.monotonic)
     last_activity: float = field(default_factory=time.monotonic)
-    turns: list[TurnRecord] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
     llm_calls: int = 0
     inflight: int = 0
     prefixes: PrefixCache = field(default_factory=PrefixCache)  # token ids of earlier turns, reused
@@ -451,7 +452,7 @@ class SwarmServing(UpdateLoop):
         return result.body
 
     def record_call(self, ep: Episode, model: str, player: str | None, static: bool,
-                    turns: list[TurnRecord] | None) -> None:
+                    turns: list[Turn] | None) -> None:
         """A call of `ep` has ended: its turns (None: it failed) join the episode."""
         ep.inflight -= 1
         ep.last_activity = time.monotonic()

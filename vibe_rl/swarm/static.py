@@ -15,9 +15,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import StaticModel, TrainJob
 from vibe_rl.swarm.generate import ChatResult, generate_on, sse_chunks
-from vibe_rl.swarm.pool import TurnRecord
 from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
 
 
@@ -100,7 +100,7 @@ class StaticRouter:
         body["model"] = model.name
         messages = [m.model_dump(exclude_none=True) for m in req.messages]
         text = ((body.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-        turn = TurnRecord(prompt_ids=[], response_ids=[], logprobs=[], messages=messages, response_text=text,
+        turn = Turn(prompt_ids=[], response_ids=[], response_logprobs=[], messages=messages, response_text=text,
                           model=model.name, static=True)
         if req.stream:
             return ChatResult(sse_chunks(body, bool(req.stream_options and req.stream_options.include_usage)), [turn])

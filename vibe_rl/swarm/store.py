@@ -19,7 +19,8 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from vibe_rl.swarm.pool import CompletedEpisode, TurnRecord
+from vibe_rl.rl.samples import Turn
+from vibe_rl.swarm.pool import CompletedEpisode
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS episodes (
@@ -71,7 +72,7 @@ class Store:
         rows = [(ep.episode_uuid, i, t.player, t.model, int(t.static), t.weight_version,
                  json.dumps(t.messages, ensure_ascii=False), t.response_text,
                  array("i", t.prompt_ids).tobytes(), array("i", t.response_ids).tobytes(),
-                 array("d", t.logprobs).tobytes(), t.temperature, t.top_p, t.ts) for i, t in enumerate(ep.turns)]
+                 array("d", t.response_logprobs).tobytes(), t.temperature, t.top_p, t.ts) for i, t in enumerate(ep.turns)]
         with self._lock:
             self._db.execute("BEGIN")
             try:
@@ -155,7 +156,7 @@ class Store:
                 "OR (status='trained' AND trained_step > ?) ORDER BY ended_at", (resumed_step,)).fetchall()
             out = []
             for uuid, task_id, reward, ended_at in eps:
-                turns = [TurnRecord(prompt_ids=_ids(p, "i"), response_ids=_ids(r, "i"), logprobs=_ids(lp, "d"),
+                turns = [Turn(prompt_ids=_ids(p, "i"), response_ids=_ids(r, "i"), response_logprobs=_ids(lp, "d"),
                                     messages=json.loads(m), response_text=text or "", player=player,
                                     model=model or "", static=bool(static), weight_version=wv or 0,
                                     temperature=1.0 if temp is None else temp, top_p=1.0 if top_p is None else top_p,

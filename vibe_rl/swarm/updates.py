@@ -8,7 +8,8 @@ An update, top to bottom:
    alone and reported; the other groups still train.
 3. An episode's trainable turns (static-model calls are context only) become
    samples with `vibe_rl.rl.samples.build_samples` (multi-turn merge by token prefix).
-4. At most `train.max_samples` samples go in; extra ones are dropped and counted.
+4. The trainer caps the batch at `train.max_samples` samples (`vibe_rl.rl.batch.prepare`,
+   the one place the cap lives); extra ones are dropped and counted as `dropped_samples`.
 5. `engine.train(samples)` takes one optimiser step; every `save_freq` steps the
    engine is checkpointed to `<experiment.dir>/checkpoints/step_NNNNNN` and
    `checkpoints/latest.json` is rewritten atomically after the save completed. The
@@ -103,7 +104,7 @@ def load_frozen(path: str, base: EngineConfig | None = None) -> Any:
 def _group_samples(group: list[CompletedEpisode], max_abs_reward: float) -> tuple[list[Any], Any]:
     """One task group's samples and advantages; raises when the group cannot be trained on."""
     from vibe_rl.rl.advantages import grpo_advantages
-    from vibe_rl.rl.samples import Turn, build_samples
+    from vibe_rl.rl.samples import build_samples
 
     bad = [ep.reward for ep in group if not (math.isfinite(ep.reward) and abs(ep.reward) <= max_abs_reward)]
     if bad:
@@ -111,9 +112,7 @@ def _group_samples(group: list[CompletedEpisode], max_abs_reward: float) -> tupl
     adv = grpo_advantages([ep.task_id for ep in group], [ep.reward for ep in group])
     samples: list[Any] = []
     for ep, value in zip(group, adv.values, strict=True):
-        turns = [Turn(t.prompt_ids, t.response_ids, t.logprobs, player=t.player, weight_version=t.weight_version,
-                      temperature=t.temperature, top_p=t.top_p)
-                 for t in ep.turns if not t.static and t.prompt_ids and t.response_ids]
+        turns = [t for t in ep.turns if t.trainable]  # the recorded turns themselves, no copy
         samples.extend(build_samples(turns, task_id=ep.task_id, episode_id=ep.episode_uuid, advantage=value))
     return samples, adv
 
@@ -126,7 +125,7 @@ class Batch:
     rejected: list[tuple[list[CompletedEpisode], str]] = field(default_factory=list)  # (group, why)
 
 
-def build_batch(groups: list[list[CompletedEpisode]], max_samples: int, max_abs_reward: float = 1e6) -> Batch:
+def build_batch(groups: list[list[CompletedEpisode]], max_abs_reward: float = 1e6) -> Batch:
     """Samples of every group that can be trained on; a group that cannot (bad reward, broken
     turns) is rejected alone, with the reason, and never takes the other groups down with it."""
     samples: list[Any] = []
@@ -143,10 +142,8 @@ def build_batch(groups: list[list[CompletedEpisode]], max_samples: int, max_abs_
         samples.extend(group_samples)
         groups_n += adv.num_groups
         all_equal += adv.num_all_equal_groups
-    dropped = max(0, len(samples) - max_samples)
-    samples = samples[:max_samples]
-    info = {**batch_metrics(kept), "samples": len(samples), "dropped_samples": dropped, "groups": groups_n,
-            "all_equal_groups": all_equal, "rejected_groups": len(rejected)}
+    info = {**batch_metrics(kept), "groups": groups_n, "all_equal_groups": all_equal,
+            "rejected_groups": len(rejected)}
     return Batch(samples, info, kept, rejected)
 
 
