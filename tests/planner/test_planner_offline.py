@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from vibe_rl.autopilot import identity
 from vibe_rl.errors import PlannerError
 from vibe_rl.planner import plan, resolve
 from vibe_rl.planner.offline import OfflinePlanner
@@ -15,6 +16,7 @@ MODEL = "/mnt/data_cpfs/model_cache/modelscope/hub/Qwen/Qwen/Qwen2.5-7B-Instruct
 
 
 @pytest.mark.parametrize("prompt", ["seed_prompt.zh.md", "seed_prompt.en.md"])
+
 def test_seed_prompt_values(prompt):
     spec = OfflinePlanner().plan((EXAMPLES / prompt).read_text(encoding="utf-8"))
     assert spec.family == "who_is_spy" and spec.short_name == "spy"
@@ -36,8 +38,9 @@ def test_seed_prompt_values(prompt):
     assert spec.gpu_split("agent_roll_adv") == {"server1": [0, 1, 2, 3], "server2": [4, 5, 6, 7]}
     assert spec.mode("agent_roll_adv").rewarded == {"server1": "civilians", "server2": "spies"}
     assert [s.port for s in spec.servers] == [10086, 10087]
-    assert [spec.tmux_session(s.name) for s in spec.servers] + [spec.client_session] == [
-        "spy-swarm-server", "spy-swarm-server-2", "spy-swarm-client"]
+    folder = Path("/projects/demo")  # vibe-rl run names sessions after the project: <short>-<hash>-swarm-...
+    names = [n.replace(f"-{identity.key(folder)}-", "-") for n in identity.all_sessions(spec, folder)]
+    assert names == ["spy-swarm-server", "spy-swarm-server-2", "spy-swarm-client"]
     assert (spec.reward.win, spec.reward.loss) == (1.0, 0.0)
     assert spec.constraints.no_chinese_in_code and spec.constraints.random_ids_and_names
 

@@ -144,3 +144,12 @@ def load_project_tests(project: Path, pure_module: str, family: str, test_file: 
         else:
             sys.modules[pure_module] = saved
 
+
+def sessions_without_hash(spec):
+    """The tmux sessions `vibe-rl run` would open for this spec, with the project-folder hash taken out."""
+    from pathlib import Path
+
+    from vibe_rl.autopilot import identity
+
+    folder = Path("/projects/demo")
+    return [name.replace(f"-{identity.key(folder)}-", "-") for name in identity.all_sessions(spec, folder)]

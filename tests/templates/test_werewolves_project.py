@@ -21,6 +21,7 @@ from project_kit import (
     copy_project,
     pytest_inside,
     ruff_check,
+    sessions_without_hash,
     start_server,
     stop_server,
 )
@@ -61,7 +62,7 @@ def test_example_specs_give_the_seed_values(prompt):
     assert [t.name for t in spec.teams] == ["werewolves", "seer", "village"]
     assert spec.game["win_rule"] == "parity"
     assert (spec.reward.win, spec.reward.loss) == (1.0, 0.0) and spec.constraints.no_chinese_in_code
-    assert [spec.tmux_session("server1"), spec.client_session] == ["wolf-swarm-server", "wolf-swarm-client"]
+    assert sessions_without_hash(spec) == ["wolf-swarm-server", "wolf-swarm-client"]
     assert spec.gpu_split() == {"server1": list(range(8))}
 
 

@@ -47,7 +47,9 @@ def build_context(spec: TaskSpec, manifest: Manifest) -> dict[str, Any]:
         "wiring": wiring,
         "rewarded_role": rewarded,
         "main_role": {m: r[mode_servers[m][0]] for m, r in rewarded.items() if mode_servers[m][0] in r},
-        "tmux_sessions": [spec.tmux_session(s.name) for s in spec.servers] + [spec.client_session],
+        # the autopilot names sessions after the project's folder too (autopilot/identity.py): <hash> here
+        "tmux_sessions": [f"{spec.short_name}-<hash>-swarm-server" + (f"-{i + 1}" if i else "")
+                          for i, _ in enumerate(spec.servers)] + [f"{spec.short_name}-<hash>-swarm-client"],
     }
 
 

@@ -179,15 +179,6 @@ class TaskSpec(BaseModel):
             next_gpu += count
         return split
 
-    def tmux_session(self, server: str) -> str:
-        """`spy-swarm-server` for the first server, `spy-swarm-server-2` for the second, ..."""
-        index = [s.name for s in self.servers].index(self.server(server).name)
-        return f"{self.short_name}-swarm-server" + (f"-{index + 1}" if index else "")
-
-    @property
-    def client_session(self) -> str:
-        return f"{self.short_name}-swarm-client"
-
     def team_of(self, role: str) -> Team:
         for team in self.teams:
             if role in team.roles:
