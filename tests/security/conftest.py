@@ -6,7 +6,7 @@ import sys
 
 import httpx
 import pytest
-from swarm.conftest import FAST, Server, admin  # noqa: F401  (re-exported for the tests)
+from swarm.conftest import FAST, Server, admin, make_server  # noqa: F401  (fixtures and helpers shared)
 
 from vibe_rl.swarm import SwarmClient, TrainJob
 
@@ -17,21 +17,6 @@ def rolling(server: Server) -> SwarmClient:
     client = SwarmClient(server.url)
     client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
     return client
-
-
-@pytest.fixture
-def make_server(tmp_path, tiny_model_dir):
-    """make_server(name, sets=[...], extra=[...], env={...}) -> a started Server, stopped at teardown."""
-    servers: list[Server] = []
-
-    def make(name: str = "exp", sets: list[str] = (), **kw) -> Server:
-        server = Server(tmp_path / name, [*FAST, *sets], **kw).start()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
