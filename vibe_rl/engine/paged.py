@@ -32,7 +32,7 @@ from typing import Any
 
 from vibe_rl.engine.generate import Request, _generation, _hits_stop, _Row, _top_logprobs
 from vibe_rl.engine.kv_blocks import BlockManager
-from vibe_rl.engine.paged_model import PagedModel, sample
+from vibe_rl.engine.paged_model import PagedModel, kv_bytes_per_token, sample
 from vibe_rl.errors import RequestRejectedError
 from vibe_rl.extras import require
 
@@ -65,9 +65,7 @@ class PagedGenerator:
                  kv_cache_bytes: int, block_size: int = 16, prefill_chunk: int = 2048, cuda_graphs: bool = True):
         self.tokenizer, self.eos_ids, self.max_model_len = tokenizer, eos_ids, max_model_len
         self.max_rows, self.prefill_chunk = max_rows, prefill_chunk
-        probe = PagedModel(model, num_blocks=2, block_size=block_size, max_model_len=16, max_rows=1, cuda_graphs=False)
-        num_blocks = max(2, kv_cache_bytes // probe.bytes_per_block)
-        del probe
+        num_blocks = max(2, kv_cache_bytes // (kv_bytes_per_token(model) * block_size))
         self.runner = PagedModel(model, num_blocks=num_blocks, block_size=block_size, max_model_len=max_model_len,
                                  max_rows=max_rows, cuda_graphs=cuda_graphs)
         self.blocks = BlockManager(num_blocks, block_size)

@@ -36,6 +36,15 @@ SUPPORTED = ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "LlamaForCausalLM", "Mistra
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # few buckets: each (batch, context) pair is one capture
 
 
+def kv_bytes_per_token(model: Any) -> int:
+    """Bytes of K and V that one token occupies across all layers."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    c = base.config
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    element = next(model.parameters()).element_size()
+    return 2 * c.num_hidden_layers * c.num_key_value_heads * head_dim * element
+
+
 def unsupported_reason(model: Any) -> str | None:
     """None when the paged runner can drive `model`, else why not."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model

@@ -46,16 +46,9 @@ def make_paged_generator(engine: Any) -> Any:
     return gen
 
 
-def kv_bytes_per_token(model: Any) -> int:
-    """Bytes of K and V that one token occupies across all layers."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    c = base.config
-    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-    element = next(model.parameters()).element_size()
-    return 2 * c.num_hidden_layers * c.num_key_value_heads * head_dim * element
-
-
 def _kv_bytes(engine: Any) -> int:
+    from vibe_rl.engine.paged_model import kv_bytes_per_token
+
     cfg = engine.config
     if cfg.kv_cache_gb > 0:
         return int(cfg.kv_cache_gb * GIB)
