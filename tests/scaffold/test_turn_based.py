@@ -7,13 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
-from helpers.ports import free_port
+from helpers.servers import start_server, stop_server
 
 REPO = Path(__file__).resolve().parents[2]
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
@@ -89,31 +87,14 @@ def test_one_episode_on_a_real_swarm_server(tmp_path, tiny_model_dir):
     job["model"].update(path="tiny", max_model_len=2048)
     job["train"].update(batch_size=1, grpo_n=1)
     (project / "config_cpu.yaml").write_text(yaml.safe_dump(job))
-    port, env = free_port(), {**os.environ, "VIBE_RL_MAX_TOKENS": "16", "PYTHONUNBUFFERED": "1"}
-    log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny",
-                               "--config", str(project / "config_cpu.yaml"), "--experiment-dir", str(tmp_path / "exp")], stdout=log, stderr=subprocess.STDOUT,
-                              env=env)
-    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "VIBE_RL_MAX_TOKENS": "16", "PYTHONUNBUFFERED": "1"}
+    server, url = start_server(tmp_path, "server", 16, 2048, config=project / "config_cpu.yaml")
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None, (tmp_path / "server.log").read_text()
-            time.sleep(0.2)
         done = subprocess.run([sys.executable, "-c", DRIVER, url], cwd=project, capture_output=True, text=True,
                               timeout=600, env=env)
         assert done.returncode == 0, done.stderr[-4000:] + (tmp_path / "server.log").read_text()[-4000:]
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        stop_server(server)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     meta = result["output"]["metadata"]
     assert meta["winner"] == [] or len(meta["winner"]) == 1

@@ -10,13 +10,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 from helpers.ports import free_port
+from helpers.servers import start_server, stop_server  # noqa: F401  (used by the project tests)
 
 REPO = Path(__file__).resolve().parents[2]
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
@@ -61,38 +60,6 @@ def pytest_inside(project: Path, test_file: str) -> subprocess.CompletedProcess:
 
 
 # ---- real swarm servers with the tiny model -------------------------------------------------------
-
-def start_server(tmp_path: Path, name: str, max_tokens: int, max_model_len: int,
-                 config: Path | None = None) -> tuple[subprocess.Popen, str]:
-    """A tiny-model server; `config` (the project's config.yaml) declares its static models, which a
-    synced job may only name, never define."""
-    port = free_port()
-    log = open(tmp_path / f"{name}.log", "wb")
-    cmd = [VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny", "--experiment-dir",
-           str(tmp_path / name), "--set", "train.batch_size=2", "--set", "train.grpo_n=2",
-           "--set", f"rollout.max_tokens={max_tokens}", "--set", f"model.max_model_len={max_model_len}",
-           "--set", "model.device=cpu"] + (["--config", str(config)] if config else [])
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-    while True:
-        try:
-            httpx.get(url + "/healthz", timeout=2.0)
-            return proc, url
-        except httpx.HTTPError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError((tmp_path / f"{name}.log").read_text()[-3000:]) from None
-            time.sleep(0.3)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
 
 # ---- vibe-rl run until the first weight update ----------------------------------------------------
 

@@ -8,13 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-import httpx
 import pytest
 import yaml
-from helpers.ports import free_port
-from project_kit import REPO, VIBE_RL, copy_project
+from helpers.servers import start_server, stop_server
+from project_kit import REPO, copy_project
 
 DRIVER = """
 import json, sys
@@ -42,34 +40,15 @@ def test_one_episode_against_a_real_swarm_server(tmp_path, tiny_model_dir):
     job["train"].update(batch_size=1, grpo_n=1)
     (project / "config_cpu.yaml").write_text(yaml.safe_dump(job))
 
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "DASHSCOPE_API_KEY"}
     env.update(VIBE_RL_MAX_TOKENS="24", PYTHONUNBUFFERED="1")
-    log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny",
-                               "--config", str(project / "config_cpu.yaml"),  # declares qwen-max (static)
-                               "--experiment-dir", str(tmp_path / "exp")], stdout=log, stderr=subprocess.STDOUT,
-                              env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None, (tmp_path / "server.log").read_text()
-            time.sleep(0.2)
+    server, url = start_server(tmp_path, "server", 24, 2048, config=project / "config_cpu.yaml", env=env)
+    try:  # config_cpu.yaml declares qwen-max (static)
         done = subprocess.run([sys.executable, "-c", DRIVER, url], cwd=project, capture_output=True, text=True,
                               timeout=600, env=env)
         assert done.returncode == 0, done.stderr[-4000:] + (tmp_path / "server.log").read_text()[-4000:]
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        stop_server(server)
 
     result = json.loads(done.stdout.strip().splitlines()[-1])
     output, calls = result["output"], result["calls"]
