@@ -63,6 +63,18 @@ def reward_of(ids: list[int]) -> float:
     return sum(1 for t in ids if t % 2 == 0) / max(len(ids), 1)
 
 
+def peak_gb(device: str, reset: bool = False) -> float | None:
+    """Peak CUDA memory allocated since the last reset (GiB); None on CPU."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return None
+    peak = round(torch.cuda.max_memory_allocated() / 2**30, 1)
+    if reset:
+        torch.cuda.reset_peak_memory_stats()
+    return peak
+
+
 def sync(device: str) -> None:
     import torch
 
@@ -81,7 +93,8 @@ def build_model(args: argparse.Namespace) -> tuple[Path, int]:
         path = resolve_model_path("tiny")
         return path, int(_json.loads((path / "vibe_rl_tiny.json").read_text())["parameters"])
     path = Path(tempfile.mkdtemp(prefix="vibe-rl-grpo-vs-trl-"))
-    n = build_random_model(args.shape, path, vocab=args.vocab, device="cuda" if args.device.startswith("cuda") else "cpu")
+    device = "cuda" if args.device.startswith("cuda") else "cpu"
+    n = build_random_model(args.shape, path, vocab=args.vocab, device=device)
     return path, n
 
 
@@ -105,8 +118,8 @@ def run_vibe(args: argparse.Namespace, path: Path, prompts: list[str]) -> dict[s
     tokenizer = load_tokenizer(path)
     ids = [chat_ids(tokenizer, p) for p in prompts]
     engine = load_engine(
-        EngineConfig(path=str(path), device=args.device, max_batch_size=total, seed=args.seed, cpu_threads=args.cpu_threads,
-                     max_model_len=max(map(len, ids)) + args.max_tokens + 64),
+        EngineConfig(path=str(path), device=args.device, max_batch_size=total, seed=args.seed,
+                     cpu_threads=args.cpu_threads, max_model_len=max(map(len, ids)) + args.max_tokens + 64),
         TrainConfig(lr=args.lr, micro_batch_size=args.micro_batch, max_samples=total, grpo_n=args.group_size,
                     batch_size=args.groups, gradient_checkpointing=args.gradient_checkpointing))
     try:
@@ -139,7 +152,7 @@ def run_vibe(args: argparse.Namespace, path: Path, prompts: list[str]) -> dict[s
                 "train_s": round(statistics.median(train_s), 3), "steps_s": [round(s, 3) for s in step_s],
                 "tokens_per_step": round(statistics.mean(lengths) * total),
                 "mean_completion_len": round(statistics.mean(lengths), 1),
-                "generator": "paged" if engine.paged is not None else "simple",
+                "generator": "paged" if engine.paged is not None else "simple", "peak_mem_gb": peak_gb(args.device),
                 "last_loss_tokens": metrics.get("num_loss_tokens"), "last_nan_skipped": metrics.get("nan_skipped")}
     finally:
         engine.close()
@@ -177,6 +190,7 @@ def run_trl(args: argparse.Namespace, path: Path, prompts: list[str], trl: Any, 
         max_completion_length=args.max_tokens, learning_rate=args.lr, max_grad_norm=1.0, weight_decay=0.0,
         temperature=1.0, top_p=1.0, num_iterations=1, loss_type="dapo", scale_rewards="group",
         gradient_checkpointing=args.gradient_checkpointing, bf16=not cpu, use_cpu=cpu, seed=args.seed,
+        use_transformers_continuous_batching=args.trl_continuous_batching,
         max_steps=args.warmup_steps + args.steps, report_to="none", logging_strategy="no", save_strategy="no",
         disable_tqdm=True, log_completions=False, dataloader_num_workers=0,
         generation_kwargs={"min_new_tokens": args.max_tokens} if args.ignore_eos else None)
@@ -228,7 +242,7 @@ def run_trl(args: argparse.Namespace, path: Path, prompts: list[str], trl: Any, 
                 "steps_s": [round(s, 3) for s in timed],
                 "tokens_per_step": round(statistics.mean(lengths[w:]) * total),
                 "mean_completion_len": round(statistics.mean(lengths[w:]), 1),
-                "same_prompt_ids": seen_prompts == {tuple(chat_ids(tokenizer, p)) for p in prompts}}
+                "peak_mem_gb": peak_gb(args.device), "same_prompt_ids": seen_prompts == {tuple(chat_ids(tokenizer, p)) for p in prompts}}
     finally:
         del trainer, model
         free_memory(args.device)
@@ -253,6 +267,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cpu-threads", type=int, default=1,
                     help="CPU only: torch threads on both sides (a tiny model is fastest on one)")
+    ap.add_argument("--trl-continuous-batching", action="store_true",
+                    help="TRL generates with transformers' continuous batching instead of HF generate (default off)")
     ap.add_argument("--only", choices=["both", "vibe", "trl"], default="both", help="run one side only")
     args = ap.parse_args()
     total = args.groups * args.group_size
@@ -261,6 +277,7 @@ def main() -> None:
         ap.error("groups x group-size must be a multiple of --micro-batch, --group-size >= 2 and --steps >= 1")
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; fail fast instead of timing out
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")  # TRL's trainers ping the hub otherwise
     trl = datasets = None
     if args.only != "vibe":
         try:
@@ -275,6 +292,9 @@ def main() -> None:
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         sys.exit("--device cuda but no CUDA device is visible; use --device cpu (with --shape tiny).")
+    if args.device not in ("cpu", "cuda", "cuda:0"):
+        sys.exit("Use --device cpu or cuda (TRL's Trainer takes the first visible GPU; pick another one with "
+                 "CUDA_VISIBLE_DEVICES).")
     path, params = build_model(args)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(args.groups)]
     out: dict[str, Any] = {
@@ -288,14 +308,14 @@ def main() -> None:
     }
     with contextlib.redirect_stdout(sys.stderr):  # what the libraries print (TRL's train summary) stays off stdout
         if args.only != "trl":
+            peak_gb(args.device, reset=True)
             out["vibe_rl"] = run_vibe(args, path, prompts)
         if args.only != "vibe":
+            peak_gb(args.device, reset=True)
             out["trl"] = run_trl(args, path, prompts, trl, datasets)
     if "vibe_rl" in out and "trl" in out:
         out["vibe_rl_step_s"], out["trl_step_s"] = out["vibe_rl"]["step_s"], out["trl"]["step_s"]
         out["ratio"] = round(out["vibe_rl_step_s"] / out["trl_step_s"], 3)
-    if args.device.startswith("cuda"):
-        out["peak_mem_gb"] = round(torch.cuda.max_memory_allocated() / 2**30, 1)
     print(json.dumps(out))
 
 
