@@ -263,7 +263,7 @@ def main() -> None:
     ap.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=True,
                     help="generate exactly --max-tokens on both sides (default on)")
     ap.add_argument("--warmup-steps", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=2, help="timed steps per side (median reported)")
+    ap.add_argument("--steps", type=int, default=3, help="timed steps per side (median reported)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cpu-threads", type=int, default=1,
                     help="CPU only: torch threads on both sides (a tiny model is fastest on one)")
