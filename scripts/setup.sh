@@ -14,7 +14,7 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "[setup] installing torch==$TORCH_VERSION (CPU build)"
   .venv/bin/pip install -q "torch==$TORCH_VERSION"
 fi
-if ! .venv/bin/python -c "import vibe_rl, transformers, fastapi, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab" 2>/dev/null \
+if ! .venv/bin/python -c "import vibe_rl, transformers, fastapi, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab, triton" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.vibe-rl-installed ]; then
   echo "[setup] installing vibe-rl[train,dev] (editable)"
   .venv/bin/pip install -q -e ".[train,dev]"

@@ -62,12 +62,13 @@ class PagedGenerator:
     """Owns the paged KV cache; `run` decodes requests (and those `poll` hands over) until all finish."""
 
     def __init__(self, model: Any, tokenizer: Any, *, eos_ids: set[int], max_model_len: int, max_rows: int,
-                 kv_cache_bytes: int, block_size: int = 16, prefill_chunk: int = 2048, cuda_graphs: bool = True):
+                 kv_cache_bytes: int, block_size: int = 16, prefill_chunk: int = 2048, cuda_graphs: bool = True,
+                 fused_kernels: bool = True):
         self.tokenizer, self.eos_ids, self.max_model_len = tokenizer, eos_ids, max_model_len
         self.max_rows, self.prefill_chunk = max_rows, prefill_chunk
         num_blocks = max(2, kv_cache_bytes // (kv_bytes_per_token(model) * block_size))
         self.runner = PagedModel(model, num_blocks=num_blocks, block_size=block_size, max_model_len=max_model_len,
-                                 max_rows=max_rows, cuda_graphs=cuda_graphs)
+                                 max_rows=max_rows, cuda_graphs=cuda_graphs, fused_kernels=fused_kernels)
         self.blocks = BlockManager(num_blocks, block_size)
         torch = require("torch")
         # Generation runs on its own stream: the legacy default stream synchronises with every other

@@ -40,9 +40,11 @@ def make_paged_generator(engine: Any) -> Any:
         return None
     gen = PagedGenerator(engine.model, engine.tokenizer, eos_ids=engine.eos_ids, max_model_len=engine.max_model_len,
                          max_rows=cfg.max_batch_size, kv_cache_bytes=_kv_bytes(engine),
-                         block_size=cfg.block_size, prefill_chunk=cfg.prefill_chunk, cuda_graphs=cfg.cuda_graphs)
-    log.info("paged generation: %.2f GiB KV cache (%d blocks of %d tokens), CUDA graphs %s",
-             gen.kv_cache_bytes / GIB, gen.blocks.num_blocks, cfg.block_size, "on" if gen.runner.use_graphs else "off")
+                         block_size=cfg.block_size, prefill_chunk=cfg.prefill_chunk, cuda_graphs=cfg.cuda_graphs,
+                         fused_kernels=cfg.fused_kernels)
+    log.info("paged generation: %.2f GiB KV cache (%d blocks of %d tokens), CUDA graphs %s, fused kernels %s",
+             gen.kv_cache_bytes / GIB, gen.blocks.num_blocks, cfg.block_size, "on" if gen.runner.use_graphs else "off",
+             "on" if gen.runner.kernels is not None else "off")
     return gen
 
 

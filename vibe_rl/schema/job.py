@@ -43,6 +43,9 @@ class EngineConfig(BaseModel):
         default=2048, ge=1, description="Most prompt tokens prefilled per engine step, so long prompts never stall "
         "running sequences")
     cuda_graphs: bool = Field(default=True, description="Replay paged decode steps as CUDA graphs (GPU only)")
+    fused_kernels: bool = Field(
+        default=True, description="Paged decoding with Triton kernels: attention reads the KV blocks in place, fused "
+        "norms, RoPE and SwiGLU (GPU with Triton installed; off = plain torch ops)")
 
 
 class RolloutConfig(BaseModel):

@@ -1,0 +1,184 @@
+"""Triton kernels for the paged decoder's hot path (GPU; Triton's interpreter runs them on CPU in tests).
+
+A decode step of a 7B model at batch 64 spent half its GPU time outside the weight
+GEMMs: 3.1 ms of 11.2 ms copying every sequence's K/V blocks into a dense tensor for
+the attention matmuls, and ~2.5 ms in ~600 small elementwise kernels (norms, RoPE,
+residual adds, SiLU). These four kernels replace them (docs/architecture.md has the
+profile):
+
+* `paged_attention(q, k, v, tables, lengths, scale)`: one query token per sequence
+  attends to its cached keys and values read in place through its block table
+  (`row of token p = table[p // B] * B + p % B`), flash-decoding style: programs
+  (sequence, kv head, split of 256 tokens) keep an online softmax over their split
+  for the G query heads of their kv head, then one reduction merges the splits:
+
+      out = sum_s exp(m_s - M) * o_s / sum_s exp(m_s - M) * l_s,   M = max_s m_s
+
+  where per split m_s = max score, l_s = sum exp(score - m_s), o_s = sum exp(score - m_s) v.
+* `rope_store(qkv, cos, sin, pos, write, k, v)`: RoPE on the query and key heads of a
+  fused q/k/v projection (`x * cos + roll(x, d/2) * sin`, sin's first half negated),
+  keys and values written to their cache rows; returns the rotated queries.
+* `add_rms_norm(x, delta, weight, eps)`: `x + delta` (the residual) and HF's RMSNorm of
+  it, `weight * (x * rsqrt(mean(x^2) + eps)).to(dtype)`, in one pass.
+* `silu_mul(gate, up)`: `silu(gate) * up`, the SwiGLU MLP's middle.
+
+Arithmetic is fp32 inside each kernel with one rounding to the cache dtype at the end;
+the eager path rounds after each op, so the two agree to bf16 precision, not bitwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+SPLIT_TOKENS = 256  # context tokens per attention program
+TILE = 64  # tokens per inner iteration
+
+
+@triton.jit
+def _attention_split(q_ptr, k_ptr, v_ptr, table_ptr, len_ptr, o_ptr, m_ptr, l_ptr, scale, slots, table_stride,
+                     H: tl.constexpr, G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, B: tl.constexpr,
+                     NSPLIT: tl.constexpr, SPLIT: tl.constexpr, TILE: tl.constexpr, PREC: tl.constexpr):
+    row, kvh, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    length = tl.load(len_ptr + row)
+    g, dd, t = tl.arange(0, GP), tl.arange(0, D), tl.arange(0, TILE)
+    gmask = g < G
+    heads = kvh * G + g
+    q = tl.load(q_ptr + (row * H + heads)[:, None] * D + dd[None, :], mask=gmask[:, None], other=0.0)
+    m_i = tl.full([GP], float("-inf"), tl.float32)
+    l_i = tl.zeros([GP], tl.float32)
+    acc = tl.zeros([GP, D], tl.float32)
+    base = kvh.to(tl.int64) * slots * D
+    for it in tl.range(0, SPLIT // TILE):
+        start = split * SPLIT + it * TILE
+        if start < length:
+            tok = start + t
+            valid = tok < length
+            block = tl.load(table_ptr + row * table_stride + tok // B, mask=valid, other=0)
+            rows = block * B + tok % B  # (TILE,) cache rows
+            offs = base + rows[:, None] * D + dd[None, :]
+            k = tl.load(k_ptr + offs, mask=valid[:, None], other=0.0)
+            s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale  # (GP, TILE)
+            s = tl.where(valid[None, :], s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            alpha = tl.exp(m_i - m_new)
+            p = tl.exp(s - m_new[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = tl.load(v_ptr + offs, mask=valid[:, None], other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+            m_i = m_new
+    part = (row * H + heads) * NSPLIT + split  # (GP,)
+    tl.store(m_ptr + part, m_i, mask=gmask)
+    tl.store(l_ptr + part, l_i, mask=gmask)
+    tl.store(o_ptr + part[:, None] * D + dd[None, :], acc, mask=gmask[:, None])
+
+
+@triton.jit
+def _attention_merge(o_ptr, m_ptr, l_ptr, out_ptr, NSPLIT: tl.constexpr, NP: tl.constexpr, D: tl.constexpr):
+    head = tl.program_id(0)  # row * H + query head
+    s, dd = tl.arange(0, NP), tl.arange(0, D)
+    smask = s < NSPLIT
+    m = tl.load(m_ptr + head * NSPLIT + s, mask=smask, other=float("-inf"))
+    l = tl.load(l_ptr + head * NSPLIT + s, mask=smask, other=0.0)  # noqa: E741
+    w = tl.where(smask & (m > float("-inf")), tl.exp(m - tl.max(m, 0)), 0.0)
+    o = tl.load(o_ptr + (head * NSPLIT + s)[:, None] * D + dd[None, :], mask=smask[:, None], other=0.0)
+    out = tl.sum(o * w[:, None], 0) / tl.sum(w * l, 0)
+    tl.store(out_ptr + head * D + dd, out.to(out_ptr.dtype.element_ty))
+
+
+def paged_attention(q: Any, k: Any, v: Any, tables: Any, lengths: Any, scale: float, *, block_size: int,
+                    context: int) -> Any:
+    """q (b, H, d); k, v (Hkv, S, d) caches; tables (b, >= context / B) block ids; lengths (b,) tokens to
+    attend (the new one included, >= 1); `context` bounds every length -> (b, H, d) in q's dtype."""
+    b, heads, d = q.shape
+    kv = k.shape[0]
+    group = heads // kv
+    nsplit = -(-context // SPLIT_TOKENS)
+    parts = torch.empty(b * heads * nsplit, d, dtype=torch.float32, device=q.device)
+    m = torch.empty(b * heads * nsplit, dtype=torch.float32, device=q.device)
+    l = torch.empty_like(m)  # noqa: E741
+    _attention_split[(b, kv, nsplit)](q, k, v, tables, lengths, parts, m, l, scale, k.shape[1], tables.stride(0),
+                                      H=heads, G=group, GP=max(16, triton.next_power_of_2(group)), D=d, B=block_size,
+                                      NSPLIT=nsplit, SPLIT=SPLIT_TOKENS, TILE=TILE,
+                                      PREC="ieee" if q.dtype == torch.float32 else "tf32")
+    out = torch.empty_like(q)
+    _attention_merge[(b * heads,)](parts, m, l, out, NSPLIT=nsplit, NP=triton.next_power_of_2(nsplit), D=d)
+    return out
+
+
+@triton.jit
+def _rope_store(qkv_ptr, cos_ptr, sin_ptr, pos_ptr, write_ptr, q_ptr, k_ptr, v_ptr, slots,
+                H: tl.constexpr, KV: tl.constexpr, D: tl.constexpr):
+    n, h = tl.program_id(0), tl.program_id(1)  # token, head of the fused projection (q heads, k heads, v heads)
+    dd = tl.arange(0, D)
+    src = qkv_ptr + (n * (H + 2 * KV) + h).to(tl.int64) * D
+    x = tl.load(src + dd).to(tl.float32)
+    row = tl.load(write_ptr + n).to(tl.int64)
+    if h < H + KV:
+        p = tl.load(pos_ptr + n).to(tl.int64)
+        rolled = tl.load(src + (dd + D // 2) % D).to(tl.float32)
+        y = x * tl.load(cos_ptr + p * D + dd).to(tl.float32) + rolled * tl.load(sin_ptr + p * D + dd).to(tl.float32)
+        if h < H:
+            tl.store(q_ptr + (n * H + h) * D + dd, y.to(q_ptr.dtype.element_ty))
+        else:
+            tl.store(k_ptr + ((h - H) * slots + row) * D + dd, y.to(k_ptr.dtype.element_ty))
+    else:
+        tl.store(v_ptr + ((h - H - KV) * slots + row) * D + dd, x.to(v_ptr.dtype.element_ty))
+
+
+def rope_store(qkv: Any, cos: Any, sin: Any, pos: Any, write: Any, k: Any, v: Any, heads: int) -> Any:
+    """qkv (N, (H + 2 Hkv) d) contiguous; cos, sin (L, d); pos, write (N,) -> rotated queries (N, H, d);
+    rotated keys and the values land in rows `write` of the caches k, v (Hkv, S, d)."""
+    kv, slots, d = k.shape
+    n = qkv.shape[0]
+    q = torch.empty(n, heads, d, dtype=qkv.dtype, device=qkv.device)
+    _rope_store[(n, heads + 2 * kv)](qkv, cos, sin, pos, write, q, k, v, slots, H=heads, KV=kv, D=d)
+    return q
+
+
+@triton.jit
+def _add_rms_norm(x_ptr, delta_ptr, w_ptr, out_ptr, res_ptr, eps, cols, BLOCK: tl.constexpr,
+                  HAS_DELTA: tl.constexpr):
+    r = tl.program_id(0).to(tl.int64)
+    c = tl.arange(0, BLOCK)
+    mask = c < cols
+    x = tl.load(x_ptr + r * cols + c, mask=mask, other=0.0)
+    if HAS_DELTA:  # the residual add, rounded to the stream's dtype as the eager path does
+        x = (x.to(tl.float32) + tl.load(delta_ptr + r * cols + c, mask=mask, other=0.0).to(tl.float32)).to(x.dtype)
+        tl.store(res_ptr + r * cols + c, x, mask=mask)
+    xf = x.to(tl.float32)
+    normed = (xf * tl.rsqrt(tl.sum(xf * xf, 0) / cols + eps)).to(x.dtype).to(tl.float32)
+    w = tl.load(w_ptr + c, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + r * cols + c, (normed * w).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def add_rms_norm(x: Any, delta: Any, weight: Any, eps: float) -> tuple[Any, Any]:
+    """x, delta (N, D) or delta None; weight (D,) -> (x + delta, RMSNorm(x + delta)), each (N, D)."""
+    n, cols = x.shape
+    out = torch.empty_like(x)
+    res = torch.empty_like(x) if delta is not None else x
+    _add_rms_norm[(n,)](x, delta if delta is not None else x, weight, out, res, eps, cols,
+                        BLOCK=triton.next_power_of_2(cols), HAS_DELTA=delta is not None)
+    return res, out
+
+
+@triton.jit
+def _silu_mul(gate_ptr, up_ptr, out_ptr, total, BLOCK: tl.constexpr):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < total
+    g = tl.load(gate_ptr + i, mask=mask, other=0.0).to(tl.float32)
+    act = (g / (1.0 + tl.exp(-g))).to(out_ptr.dtype.element_ty).to(tl.float32)
+    up = tl.load(up_ptr + i, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + i, (act * up).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def silu_mul(gate: Any, up: Any) -> Any:
+    """silu(gate) * up for two contiguous tensors of one shape."""
+    out = torch.empty_like(gate)
+    total = gate.numel()
+    _silu_mul[(triton.cdiv(total, 1024),)](gate, up, out, total, BLOCK=1024)
+    return out
+
