@@ -32,7 +32,7 @@ from typing import Any
 
 from vibe_rl.engine.generate import Request, _generation, _hits_stop, _Row, _top_logprobs
 from vibe_rl.engine.kv_blocks import BlockManager
-from vibe_rl.engine.paged_model import PagedModel, kv_bytes_per_token, sample
+from vibe_rl.engine.paged_model import PagedModel, kv_bytes_per_token, sample, sampling_mode
 from vibe_rl.errors import RequestRejectedError
 from vibe_rl.extras import require
 
@@ -197,7 +197,8 @@ class PagedGenerator:
         sampled = self.runner.decode(
             [s.tokens[-1] for s in ready], [len(s.tokens) - 1 for s in ready], [s.slot for s in ready],
             params=[[r.req.sampling.temperature for r in rows], [r.req.sampling.top_p for r in rows]],
-            seeds=[[r.req.seed for r in rows], [len(r.ids) for r in rows]])
+            seeds=[[r.req.seed for r in rows], [len(r.ids) for r in rows]],
+            mode=sampling_mode([r.req.sampling.top_p for r in rows], [r.req.sampling.top_logprobs for r in rows]))
         stats["decode_steps"] = stats.get("decode_steps", 0) + 1
         for s in ready:
             s.computed += 1
@@ -220,8 +221,8 @@ class PagedGenerator:
                               device=logits.device)
         seeds = torch.tensor([[r.req.seed for r in rows], [len(r.ids) for r in rows]], dtype=torch.long,
                              device=logits.device)
-        nucleus = any(r.req.sampling.top_p < 1 for r in rows)
-        self._record(seqs, *sample(logits, params, seeds, nucleus), version, stats)
+        mode = sampling_mode([r.req.sampling.top_p for r in rows], [r.req.sampling.top_logprobs for r in rows])
+        self._record(seqs, *sample(logits, params, seeds, mode, self.runner.kernels), version, stats)
 
     def _record(self, seqs: list[_Seq], picked: Any, chosen: Any, logp: Any, version: int,
                 stats: dict[str, int]) -> None:

@@ -182,3 +182,77 @@ def silu_mul(gate: Any, up: Any) -> Any:
     _silu_mul[(triton.cdiv(total, 1024),)](gate, up, out, total, BLOCK=1024)
     return out
 
+
+
+@triton.jit
+def _splitmix(z):
+    """SplitMix64's finaliser on uint64 (wrapping), the same bits as vibe_rl.engine.sampler._mix."""
+    z = z + 0x9E3779B97F4A7C15
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 31)) * 0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+@triton.jit
+def _sample_chunk(logits_ptr, temp_ptr, seed_ptr, step_ptr, part_ptr, vocab, stride, NCH: tl.constexpr,
+                  CHUNK: tl.constexpr):
+    row, ch = tl.program_id(0), tl.program_id(1)
+    cols = ch * CHUNK + tl.arange(0, CHUNK)
+    mask = cols < vocab
+    temp = tl.load(temp_ptr + row)
+    x = tl.load(logits_ptr + row.to(tl.int64) * stride + cols, mask=mask, other=float("-inf")).to(tl.float32)
+    x = x / tl.where(temp > 0, temp, 1.0)
+    m = tl.max(x, 0)
+    s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), 0)
+    seed = tl.load(seed_ptr + row).to(tl.uint64, bitcast=True)
+    step = tl.load(step_ptr + row).to(tl.uint64, bitcast=True)
+    key = _splitmix(seed ^ _splitmix(step))
+    bits = _splitmix(key + cols.to(tl.uint64) * 0x9E3779B97F4A7C15)
+    uniform = ((bits >> 40).to(tl.float32) + 0.5) / 16777216.0
+    noisy = tl.where(temp > 0, x - tl.log(-tl.log(uniform)), x)  # Gumbel-max; greedy rows: the plain argmax
+    noisy = tl.where(mask, noisy, float("-inf"))
+    best = tl.max(noisy, 0)
+    idx = tl.min(tl.where(noisy == best, cols, 2147483647), 0)  # first index of the maximum
+    out = part_ptr + (row * NCH + ch) * 4
+    tl.store(out, m)
+    tl.store(out + 1, s)
+    tl.store(out + 2, best)
+    tl.store(out + 3, idx.to(tl.float32, bitcast=True))
+
+
+@triton.jit
+def _sample_merge(logits_ptr, temp_ptr, part_ptr, picked_ptr, chosen_ptr, stride, NCH: tl.constexpr,
+                  NP: tl.constexpr):
+    row = tl.program_id(0)
+    c = tl.arange(0, NP)
+    mask = c < NCH
+    base = part_ptr + (row * NCH + c) * 4
+    m = tl.load(base, mask=mask, other=float("-inf"))
+    s = tl.load(base + 1, mask=mask, other=0.0)
+    best = tl.load(base + 2, mask=mask, other=float("-inf"))
+    idx = tl.load(base + 3, mask=mask, other=0.0).to(tl.int32, bitcast=True)
+    top = tl.max(m, 0)
+    lse = top + tl.log(tl.sum(tl.where(mask, s * tl.exp(m - top), 0.0), 0))
+    winner = tl.max(best, 0)
+    token = tl.min(tl.where(mask & (best == winner), idx, 2147483647), 0)
+    temp = tl.load(temp_ptr + row)
+    logit = tl.load(logits_ptr + row.to(tl.int64) * stride + token).to(tl.float32) / tl.where(temp > 0, temp, 1.0)
+    tl.store(picked_ptr + row, token.to(tl.int64))
+    tl.store(chosen_ptr + row, logit - lse)
+
+
+def sample(logits: Any, temperature: Any, seeds: Any, steps: Any) -> tuple[Any, Any]:
+    """Without top-p: one token per row of softmax(logits / T) (argmax where T = 0) by Gumbel-max with the
+    noise of `sampler.gumbel_sample` (same seeds, same hash), and its logprob (scaled logit - logsumexp).
+    logits (b, V), temperature (b,), seeds, steps (b,) int64 -> (ids (b,) int64, logprobs (b,) fp32)."""
+    b, vocab = logits.shape
+    chunk = 4096
+    nch = triton.cdiv(vocab, chunk)
+    parts = torch.empty(b, nch, 4, dtype=torch.float32, device=logits.device)
+    temps = temperature.float().contiguous()
+    _sample_chunk[(b, nch)](logits, temps, seeds, steps, parts, vocab, logits.stride(0), NCH=nch, CHUNK=chunk)
+    picked = torch.empty(b, dtype=torch.long, device=logits.device)
+    chosen = torch.empty(b, dtype=torch.float32, device=logits.device)
+    _sample_merge[(b,)](logits, temps, parts, picked, chosen, logits.stride(0), NCH=nch,
+                        NP=triton.next_power_of_2(nch))
+    return picked, chosen

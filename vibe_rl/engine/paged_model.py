@@ -62,20 +62,29 @@ def unsupported_reason(model: Any) -> str | None:
     return None
 
 
-def sample(logits: Any, params: Any, seeds: Any, nucleus: bool) -> tuple[Any, Any, Any]:
+def sampling_mode(top_ps: list[float], top_logprobs: list[int]) -> str:
+    """'nucleus' when a row has top_p < 1, 'dist' when a row wants its top logprobs (the full
+    distributions are kept), else 'fast' (only the tokens and their logprobs: the fused sampler)."""
+    return "nucleus" if any(p < 1 for p in top_ps) else "dist" if any(top_logprobs) else "fast"
+
+
+def sample(logits: Any, params: Any, seeds: Any, mode: str, kernels: Any = None) -> tuple[Any, Any, Any]:
     """Graph-safe sampling: logits (b, V), params (2, b) = temperature, top_p; seeds (2, b) = seed, token index.
 
-    -> (token ids (b,), their logprobs (b,), the sampling distribution's logprobs (b, V)). Greedy rows
-    (temperature 0) take the argmax; the others draw with the batch-invariant Gumbel sampler.
+    -> (token ids (b,), their logprobs (b,), the sampling distribution's logprobs (b, V), or None in
+    the 'fast' mode of `sampling_mode`). Greedy rows (temperature 0) take the argmax; the others draw
+    with the batch-invariant Gumbel sampler (fused into two kernels in the 'fast' mode on a GPU).
     """
     from vibe_rl.engine.sampler import gumbel_sample
     from vibe_rl.rl.logprobs import sampling_logprobs
 
     torch = require("torch")
     temps, top_p = params[0], params[1]
-    logp = sampling_logprobs(logits, temps, top_p, nucleus=nucleus)  # (b, V)
+    if mode == "fast" and kernels is not None:
+        return (*kernels.sample(logits, temps, seeds[0], seeds[1]), None)
+    logp = sampling_logprobs(logits, temps, top_p, nucleus=mode == "nucleus")  # (b, V)
     picked = torch.where(temps == 0, logits.argmax(dim=-1), gumbel_sample(logp, seeds[0], seeds[1]))  # (b,)
-    return picked, logp.gather(-1, picked[:, None]).squeeze(-1), logp
+    return picked, logp.gather(-1, picked[:, None]).squeeze(-1), None if mode == "fast" else logp
 
 
 def load_kernels(device: Any) -> Any:
@@ -152,7 +161,7 @@ class PagedModel:
         self.kernels = load_kernels(self.device) if fused_kernels and pow2 else None
         self._fused_layers = self._fused_layer_args() if self.kernels is not None else None
         self.use_graphs = cuda_graphs and self.device.type == "cuda"
-        self._graphs: dict[tuple[int, int, bool], _Graph] = {}
+        self._graphs: dict[tuple[int, int, str], _Graph] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
 
     @property
@@ -345,25 +354,25 @@ class PagedModel:
         return self.lm_head(self._layers(ids, pos, write, attend))  # (b, V)
 
     def decode(self, ids: list[int], pos: list[int], rows: list[int], params: list[list[float]],
-               seeds: list[list[int]]) -> tuple[Any, Any, Any]:
-        """One decode step for b sequences, sampled -> (token ids (b,), logprobs (b,), distributions (b, V)).
+               seeds: list[list[int]], mode: str = "dist") -> tuple[Any, Any, Any]:
+        """One decode step for b sequences, sampled -> (token ids (b,), logprobs (b,), distributions (b, V)
+        or None in the 'fast' mode; see `sampling_mode`).
 
         params = [temperatures, top_ps], seeds = [seeds, token indices], each of length b.
         """
         torch = require("torch")
         b = len(ids)
-        nucleus = any(p < 1 for p in params[1])
         need = -(-(max(pos) + 1) // self.block_size)
         if not self.use_graphs:
             inp = torch.tensor([ids, pos, rows], dtype=torch.long).to(self.device)
             logits = self._decode(inp, need)
             return sample(logits, torch.tensor(params, device=self.device),
-                          torch.tensor(seeds, dtype=torch.long, device=self.device), nucleus)
+                          torch.tensor(seeds, dtype=torch.long, device=self.device), mode, self.kernels)
         bucket = next((x for x in BATCH_BUCKETS if x >= b), b)
         nblk = min(self.max_blocks, 1 << max(4, (need - 1).bit_length()))  # contexts of 256, 512, ... tokens
-        graph = self._graphs.get((bucket, nblk, nucleus)) or self._capture(bucket, nblk, nucleus)
+        graph = self._graphs.get((bucket, nblk, mode)) or self._capture(bucket, nblk, mode)
         if graph is None:  # capture failed: decode eagerly from now on
-            return self.decode(ids, pos, rows, params, seeds)
+            return self.decode(ids, pos, rows, params, seeds, mode)
         pad = bucket - b
         graph.inp.copy_(torch.tensor([ids + [0] * pad, pos + [0] * pad, rows + [self.max_rows] * pad,
                                       seeds[0] + [0] * pad, seeds[1] + [0] * pad], dtype=torch.long),
@@ -371,22 +380,22 @@ class PagedModel:
         graph.params.copy_(torch.tensor([params[0] + [1.0] * pad, params[1] + [1.0] * pad]), non_blocking=True)
         graph.graph.replay()
         picked, chosen, logp = graph.out
-        return picked[:b], chosen[:b], logp[:b]
+        return picked[:b], chosen[:b], None if logp is None else logp[:b]
 
-    def _step(self, inp: Any, params: Any, nblk: int, nucleus: bool) -> tuple[Any, Any, Any]:
-        return sample(self._decode(inp[:3], nblk), params, inp[3:], nucleus)
+    def _step(self, inp: Any, params: Any, nblk: int, mode: str) -> tuple[Any, Any, Any]:
+        return sample(self._decode(inp[:3], nblk), params, inp[3:], mode, self.kernels)
 
-    def _capture(self, bucket: int, nblk: int, nucleus: bool) -> _Graph | None:
+    def _capture(self, bucket: int, nblk: int, mode: str) -> _Graph | None:
         try:
             with _CAPTURE_LOCK:  # one capture at a time per process (a server may hold several engines)
-                return self._try_capture(bucket, nblk, nucleus)
+                return self._try_capture(bucket, nblk, mode)
         except Exception as exc:  # a driver or library that cannot capture: slower, never wrong
             log.warning("CUDA graph capture failed (%s); paged decoding runs eagerly from now on", exc)
             self.use_graphs = False
             self._graphs.clear()
             return None
 
-    def _try_capture(self, bucket: int, nblk: int, nucleus: bool) -> _Graph:
+    def _try_capture(self, bucket: int, nblk: int, mode: str) -> _Graph:
         torch = require("torch")
         inp = torch.zeros(5, bucket, dtype=torch.long, device=self.device)
         inp[2] = self.max_rows  # every row pads: writes go to scratch while warming up and capturing
@@ -395,12 +404,12 @@ class PagedModel:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(2):  # warm up kernels and allocator outside the capture
-                self._step(inp, params, nblk, nucleus)
+                self._step(inp, params, nblk, mode)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         # thread_local: other threads of the server (a frozen static-model copy, the event loop) may use
         # CUDA while this one captures
         with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
-            out = self._step(inp, params, nblk, nucleus)
-        self._graphs[(bucket, nblk, nucleus)] = captured = _Graph(graph, inp, params, out)
+            out = self._step(inp, params, nblk, mode)
+        self._graphs[(bucket, nblk, mode)] = captured = _Graph(graph, inp, params, out)
         return captured
