@@ -120,11 +120,13 @@ def test_the_paged_engine_with_kernels_matches_the_simple_loop(tiny_model_dir):
         tok = paged.tokenizer
         ps = [tok.encode(tok.apply_chat_template([{"role": "user", "content": f"Player {i}: describe your word."}],
                                                  add_generation_prompt=True, tokenize=False)) for i in range(3)]
-        first = [paged.generate(p, SamplingParams(max_tokens=12, seed=i)) for i, p in enumerate(ps)]
+        # submitted together: one prefill chunk holds several sequences' tokens, decode steps several rows
+        first = [f.result() for f in [paged.submit(p, SamplingParams(max_tokens=12, seed=i)) for i, p in enumerate(ps)]]
         follow = ps[0] + first[0].token_ids + tok.encode("<|im_end|>\n<|im_start|>user\nVote.<|im_end|>\n")
-        for prompt, seed in [*((p, i) for i, p in enumerate(ps)), (follow, 9)]:
+        calls = [*((p, i, got) for (i, p), got in zip(enumerate(ps), first, strict=True)),
+                 (follow, 9, paged.generate(follow, SamplingParams(max_tokens=12, seed=9)))]
+        for prompt, seed, got in calls:
             want = simple.generate(prompt, SamplingParams(max_tokens=12, seed=seed))
-            got = paged.generate(prompt, SamplingParams(max_tokens=12, seed=seed))
             assert got.token_ids == want.token_ids
             assert max(abs(a - b) for a, b in zip(got.logprobs, want.logprobs, strict=True)) < 1e-4
         assert paged.stats["prefix_hit_tokens"] > 0

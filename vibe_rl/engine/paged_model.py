@@ -285,7 +285,6 @@ class PagedModel:
     def prefill(self, segments: list[tuple[int, int, list[int]]]) -> Any:
         """Segments (row slot, first position, new token ids) -> logits of each segment's last token (s, V)."""
         torch = require("torch")
-        F = torch.nn.functional
         ids, pos, rows, bounds = [], [], [], []
         for row, start, tokens in segments:
             bounds.append((len(ids), len(ids) + len(tokens), row, start))
@@ -293,12 +292,28 @@ class PagedModel:
             pos += range(start, start + len(tokens))
             rows += [row] * len(tokens)
         dev = self.device
-        ids_t = torch.tensor(ids, dtype=torch.long).to(dev, non_blocking=True)
-        pos_t = torch.tensor(pos, dtype=torch.long).to(dev, non_blocking=True)
-        rows_t = torch.tensor(rows, dtype=torch.long).to(dev, non_blocking=True)
+        ids_t, pos_t, rows_t = torch.tensor([ids, pos, rows], dtype=torch.long).to(dev, non_blocking=True)
         bs = self.block_size
         write = self.tables[rows_t, pos_t // bs] * bs + pos_t % bs  # (N,)
-        contexts = []
+        if self.kernels is not None:  # every new token is a query of the decode kernel over positions <= its own
+            tables, lengths = self.tables[rows_t], pos_t + 1  # (N, max_blocks), (N,)
+            context = 256 << (max(pos) // 256).bit_length()  # few distinct values: one kernel build each
+
+            def attend(i: int, q: Any) -> Any:
+                return self.kernels.paged_attention(q, self.k[i], self.v[i], tables, lengths, self.scaling,
+                                                    block_size=bs, context=context)
+        else:
+            attend = self._prefill_attention(bounds, dev)
+
+        hidden = self._layers(ids_t, pos_t, write, attend)  # (N, D)
+        last = torch.tensor([b - 1 for _, b, _, _ in bounds], dtype=torch.long).to(dev, non_blocking=True)
+        return self.lm_head(hidden[last])  # (s, V)
+
+    def _prefill_attention(self, bounds: list[tuple[int, int, int, int]], dev: Any) -> Any:
+        """Plain-torch prefill attention: per segment, SDPA over its gathered context blocks, causal."""
+        torch = require("torch")
+        F = torch.nn.functional
+        bs, contexts = self.block_size, []
         for a, b, row, start in bounds:
             t = b - a
             table = self.tables[row:row + 1, :-(-(start + t) // bs)]  # (1, nblk): the blocks the context spans
@@ -319,9 +334,7 @@ class PagedModel:
                 out[a:b] = o.reshape(t, self.n_heads, self.head_dim)
             return out
 
-        hidden = self._layers(ids_t, pos_t, write, attend)  # (N, D)
-        last = torch.tensor([b - 1 for _, b, _, _ in bounds], dtype=torch.long).to(dev, non_blocking=True)
-        return self.lm_head(hidden[last])  # (s, V)
+        return attend
 
     # ---- decode ---------------------------------------------------------------------------
 
