@@ -153,3 +153,57 @@ def test_fused_sampling_draws_what_the_torch_sampler_draws(vocab):
     want = torch.where(temps == 0, logits.argmax(-1), gumbel_sample(logp, seeds, steps))
     assert picked.tolist() == want.tolist()
     assert torch.allclose(chosen, logp.gather(-1, want[:, None])[:, 0], atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("heads", "kv", "d", "block"), [(14, 2, 64, 16), (4, 4, 16, 8)])
+def test_prefill_attention_is_causal_attention_over_each_sequences_context(dtype, heads, kv, d, block):
+    """New tokens of two sequences (one after a cached prefix, one from position 0) in tiles of one
+    sequence each: every token sees the keys up to its own position, none beyond."""
+    g = torch.Generator().manual_seed(heads + block)
+    nblocks, width = 90, 40
+    k = torch.randn(kv, nblocks * block, d, generator=g).to(DEV, dtype)
+    v = torch.randn(kv, nblocks * block, d, generator=g).to(DEV, dtype)
+    tables = torch.stack([torch.randperm(nblocks - 1, generator=g)[:width] + 1 for _ in range(3)]).to(DEV)
+    segments = [(2, 270, 37), (0, 0, 20)]  # (table row, first position, new tokens)
+    pos = torch.tensor([p for _, s, t in segments for p in range(s, s + t)], device=DEV)
+    row_of = [r for r, _, t in segments for _ in range(t)]
+    q = torch.randn(len(pos), heads, d, generator=g).to(DEV, dtype)
+    per = K.prefill_tile_tokens(heads, kv)
+    tiles, a = [], 0
+    for r, _, t in segments:
+        tiles += [(t0, min(per, a + t - t0), r) for t0 in range(a, a + t, per)]
+        a += t
+    tiles_t = torch.tensor(list(zip(*tiles, strict=True)), device=DEV)
+    out = K.prefill_attention(q, k, v, tables, tiles_t, pos + 1, 1 / math.sqrt(d), block_size=block, context=512,
+                              tokens_per_tile=per)
+    for i, (p, r) in enumerate(zip(pos.tolist(), row_of, strict=True)):
+        rows = tables[r, torch.arange(p + 1, device=DEV) // block] * block + torch.arange(p + 1, device=DEV) % block
+        keys = k[:, rows].float().repeat_interleave(heads // kv, 0)
+        vals = v[:, rows].float().repeat_interleave(heads // kv, 0)
+        probs = torch.einsum("hd,hnd->hn", q[i].float(), keys).div(math.sqrt(d)).softmax(-1)
+        assert rel(out[i], torch.einsum("hn,hnd->hd", probs, vals)) < TOL[dtype], (i, p)
+
+
+def test_a_failing_prefill_kernel_falls_back_to_torch_attention(tiny_model_dir, monkeypatch, caplog):
+    """A kernel build the GPU cannot run must cost speed, never the request: prefill switches to SDPA."""
+    from vibe_rl.engine import SamplingParams, load_engine
+    from vibe_rl.schema import EngineConfig
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no kernel for this GPU")
+
+    monkeypatch.setattr(K, "prefill_attention", broken)
+    simple = load_engine(EngineConfig(path=str(tiny_model_dir), device=DEV, generator="simple", dtype="float32"),
+                         trainable=False)
+    paged = load_engine(EngineConfig(path=str(tiny_model_dir), device=DEV, generator="paged", dtype="float32",
+                                     cuda_graphs=False), trainable=False)
+    try:
+        prompt = paged.tokenizer.encode("Player 3: describe your word.")
+        got = paged.generate(prompt, SamplingParams(max_tokens=6, seed=1))
+        assert got.token_ids == simple.generate(prompt, SamplingParams(max_tokens=6, seed=1)).token_ids
+        assert paged.paged.runner._prefill_kernel is False
+        assert "prefill uses torch SDPA" in caplog.text
+    finally:
+        simple.close()
+        paged.close()

@@ -110,6 +110,82 @@ def paged_attention(q: Any, k: Any, v: Any, tables: Any, lengths: Any, scale: fl
 
 
 @triton.jit
+def _prefill_split(q_ptr, k_ptr, v_ptr, table_ptr, tile_ptr, len_ptr, o_ptr, m_ptr, l_ptr, scale, slots, table_stride,
+                   ntiles, H: tl.constexpr, G: tl.constexpr, GP: tl.constexpr, TQ: tl.constexpr, D: tl.constexpr,
+                   B: tl.constexpr, NSPLIT: tl.constexpr, SPLIT: tl.constexpr, TILE: tl.constexpr,
+                   PREC: tl.constexpr):
+    """`_attention_split` for a tile of TQ consecutive new tokens of one sequence: the TQ * GP query rows
+    (token, head of the group) share every K/V load; each row masks keys past its own position."""
+    tile, kvh, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    first = tl.load(tile_ptr + tile)  # index of the tile's first token in q
+    count = tl.load(tile_ptr + ntiles + tile)  # tokens in this tile (<= TQ)
+    seq = tl.load(tile_ptr + 2 * ntiles + tile)  # the sequence's block-table row
+    r, dd, t = tl.arange(0, TQ * GP), tl.arange(0, D), tl.arange(0, TILE)
+    tok, g = r // GP, r % GP
+    rmask = (tok < count) & (g < G)
+    token = first + tok
+    heads = kvh * G + g
+    q = tl.load(q_ptr + (token * H + heads)[:, None] * D + dd[None, :], mask=rmask[:, None], other=0.0)
+    length = tl.load(len_ptr + token, mask=rmask, other=0)  # (rows,) keys each row may see
+    longest = tl.max(length, 0)
+    m_i = tl.full([TQ * GP], float("-inf"), tl.float32)
+    l_i = tl.zeros([TQ * GP], tl.float32)
+    acc = tl.zeros([TQ * GP, D], tl.float32)
+    base = kvh.to(tl.int64) * slots * D
+    for it in tl.range(0, SPLIT // TILE):
+        start = split * SPLIT + it * TILE
+        if start < longest:
+            key = start + t
+            valid = key < longest
+            block = tl.load(table_ptr + seq * table_stride + key // B, mask=valid, other=0)
+            offs = base + (block * B + key % B)[:, None] * D + dd[None, :]
+            k = tl.load(k_ptr + offs, mask=valid[:, None], other=0.0)
+            s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale  # (rows, TILE)
+            s = tl.where(key[None, :] < length[:, None], s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key here yet: no NaN
+            alpha = tl.exp(m_i - m_safe)
+            p = tl.exp(s - m_safe[:, None])
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = tl.load(v_ptr + offs, mask=valid[:, None], other=0.0)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+            m_i = m_new
+    part = (token * H + heads) * NSPLIT + split
+    tl.store(m_ptr + part, m_i, mask=rmask)
+    tl.store(l_ptr + part, l_i, mask=rmask)
+    tl.store(o_ptr + part[:, None] * D + dd[None, :], acc, mask=rmask[:, None])
+
+
+def prefill_attention(q: Any, k: Any, v: Any, tables: Any, tiles: Any, lengths: Any, scale: float, *,
+                      block_size: int, context: int, tokens_per_tile: int) -> Any:
+    """Causal attention of new tokens over their sequences' cached context (their own K/V already written).
+    q (N, H, d); k, v (Hkv, S, d); tables: the block-table tensor; tiles (3, T): per tile its first token in
+    q, its token count (<= tokens_per_tile, one sequence) and its sequence's table row; lengths (N,) = position
+    + 1 -> (N, H, d)."""
+    n, heads, d = q.shape
+    kv = k.shape[0]
+    group = heads // kv
+    nsplit = -(-context // SPLIT_TOKENS)
+    ntiles = tiles.shape[1]
+    parts = torch.empty(n * heads * nsplit, d, dtype=torch.float32, device=q.device)
+    m = torch.full((n * heads * nsplit,), float("-inf"), dtype=torch.float32, device=q.device)
+    l = torch.zeros_like(m)  # noqa: E741
+    _prefill_split[(ntiles, kv, nsplit)](q, k, v, tables, tiles, lengths, parts, m, l, scale, k.shape[1],
+                                         tables.stride(0), ntiles, H=heads, G=group,
+                                         GP=triton.next_power_of_2(group), TQ=tokens_per_tile, D=d, B=block_size,
+                                         NSPLIT=nsplit, SPLIT=SPLIT_TOKENS, TILE=TILE,
+                                         PREC="ieee" if q.dtype == torch.float32 else "tf32")
+    out = torch.empty_like(q)
+    _attention_merge[(n * heads,)](parts, m, l, out, NSPLIT=nsplit, NP=triton.next_power_of_2(nsplit), D=d)
+    return out
+
+
+def prefill_tile_tokens(heads: int, kv: int) -> int:
+    """New tokens per prefill program: 64 query rows (tokens x the group's heads, padded to a power of 2)."""
+    return max(1, 64 // triton.next_power_of_2(heads // kv))
+
+
+@triton.jit
 def _rope_store(qkv_ptr, cos_ptr, sin_ptr, pos_ptr, write_ptr, q_ptr, k_ptr, v_ptr, slots,
                 H: tl.constexpr, KV: tl.constexpr, D: tl.constexpr):
     n, h = tl.program_id(0), tl.program_id(1)  # token, head of the fused projection (q heads, k heads, v heads)

@@ -160,6 +160,7 @@ class PagedModel:
         pow2 = self.head_dim >= 16 and self.head_dim & (self.head_dim - 1) == 0  # the kernels' tiles need it
         self.kernels = load_kernels(self.device) if fused_kernels and pow2 else None
         self._fused_layers = self._fused_layer_args() if self.kernels is not None else None
+        self._prefill_kernel = True  # off after a failed kernel build (prefill then takes the torch path)
         self.use_graphs = cuda_graphs and self.device.type == "cuda"
         self._graphs: dict[tuple[int, int, str], _Graph] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
@@ -295,13 +296,27 @@ class PagedModel:
         ids_t, pos_t, rows_t = torch.tensor([ids, pos, rows], dtype=torch.long).to(dev, non_blocking=True)
         bs = self.block_size
         write = self.tables[rows_t, pos_t // bs] * bs + pos_t % bs  # (N,)
-        if self.kernels is not None:  # every new token is a query of the decode kernel over positions <= its own
-            tables, lengths = self.tables[rows_t], pos_t + 1  # (N, max_blocks), (N,)
+        if self.kernels is not None:  # tiles of a segment's new tokens attend over their positions <= their own
+            per = self.kernels.prefill_tile_tokens(self.n_heads, self.n_kv)
+            tiles = [(t0, min(per, b - t0), row) for a, b, row, _ in bounds for t0 in range(a, b, per)]
+            tiles_t = torch.tensor(list(zip(*tiles, strict=True)), dtype=torch.long).to(dev, non_blocking=True)
+            lengths = pos_t + 1
             context = 256 << (max(pos) // 256).bit_length()  # few distinct values: one kernel build each
 
+            fallback: list[Any] = []
+
             def attend(i: int, q: Any) -> Any:
-                return self.kernels.paged_attention(q, self.k[i], self.v[i], tables, lengths, self.scaling,
-                                                    block_size=bs, context=context)
+                if self._prefill_kernel:
+                    try:
+                        return self.kernels.prefill_attention(q, self.k[i], self.v[i], self.tables, tiles_t, lengths,
+                                                              self.scaling, block_size=bs, context=context,
+                                                              tokens_per_tile=per)
+                    except Exception as exc:  # a kernel build this GPU or Triton cannot run: slower, never wrong
+                        log.warning("the prefill attention kernel failed (%s); prefill uses torch SDPA from now on",
+                                    exc)
+                        self._prefill_kernel = False
+                fallback[:] = fallback or [self._prefill_attention(bounds, dev)]
+                return fallback[0](i, q)
         else:
             attend = self._prefill_attention(bounds, dev)
 
