@@ -32,7 +32,8 @@ from typing import Any
 
 from vibe_rl.engine.generate import Request, _generation, _hits_stop, _Row, _top_logprobs
 from vibe_rl.engine.kv_blocks import BlockManager
-from vibe_rl.engine.paged_model import PagedModel, kv_bytes_per_token, sample, sampling_mode
+from vibe_rl.engine.paged_model import PagedModel, kv_bytes_per_token
+from vibe_rl.engine.sampler import sample, sampling_mode
 from vibe_rl.errors import RequestRejectedError
 from vibe_rl.extras import require
 

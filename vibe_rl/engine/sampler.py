@@ -3,7 +3,9 @@
 `gumbel_sample` draws one token per row from softmax(logp) with the Gumbel-max
 trick; its noise is a counter-based hash (SplitMix64) of (request seed, token
 index, vocab id), so a seeded request draws the same tokens alone or inside any
-batch, and a whole batch is sampled in a few vectorised tensor ops.
+batch, and a whole batch is sampled in a few vectorised tensor ops. `sample` is
+the paged engine's graph-safe step on top of it (fused into two Triton kernels,
+`paged_kernels.sample`, when no row needs top-p or its top logprobs).
 """
 
 from __future__ import annotations
@@ -47,3 +49,25 @@ def gumbel_sample(logp: Any, seeds: Any, steps: Any) -> Any:
     return (logp - torch.log(exp_noise)).argmax(dim=-1)
 
 
+def sampling_mode(top_ps: list[float], top_logprobs: list[int]) -> str:
+    """'nucleus' when a row has top_p < 1, 'dist' when a row wants its top logprobs (the full
+    distributions are kept), else 'fast' (only the tokens and their logprobs: the fused sampler)."""
+    return "nucleus" if any(p < 1 for p in top_ps) else "dist" if any(top_logprobs) else "fast"
+
+
+def sample(logits: Any, params: Any, seeds: Any, mode: str, kernels: Any = None) -> tuple[Any, Any, Any]:
+    """Graph-safe sampling: logits (b, V), params (2, b) = temperature, top_p; seeds (2, b) = seed, token index.
+
+    -> (token ids (b,), their logprobs (b,), the sampling distribution's logprobs (b, V), or None in
+    the 'fast' mode of `sampling_mode`). Greedy rows (temperature 0) take the argmax; the others draw
+    with the batch-invariant Gumbel sampler (fused into two kernels in the 'fast' mode on a GPU).
+    """
+    from vibe_rl.rl.logprobs import sampling_logprobs
+
+    torch = require("torch")
+    temps, top_p = params[0], params[1]
+    if mode == "fast" and kernels is not None:
+        return (*kernels.sample(logits, temps, seeds[0], seeds[1]), None)
+    logp = sampling_logprobs(logits, temps, top_p, nucleus=mode == "nucleus")  # (b, V)
+    picked = torch.where(temps == 0, logits.argmax(dim=-1), gumbel_sample(logp, seeds[0], seeds[1]))  # (b,)
+    return picked, logp.gather(-1, picked[:, None]).squeeze(-1), None if mode == "fast" else logp
