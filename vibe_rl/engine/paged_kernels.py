@@ -39,15 +39,44 @@ TILE = 64  # tokens per inner iteration
 
 
 @triton.jit
+def _key_tile(q, k_ptr, v_ptr, table_row, start, seen, longest, m_i, l_i, acc, base, scale, B: tl.constexpr,
+              D: tl.constexpr, TILE: tl.constexpr, PREC: tl.constexpr):
+    """One online-softmax step of query rows q (R, D) over keys [start, start + TILE) of one sequence,
+    read through its block-table row; `seen` (R,) = keys each row may see. -> updated (m, l, acc)."""
+    key, dd = start + tl.arange(0, TILE), tl.arange(0, D)
+    valid = key < longest
+    block = tl.load(table_row + key // B, mask=valid, other=0)
+    offs = base + (block * B + key % B)[:, None] * D + dd[None, :]  # (TILE, D) cache elements
+    k = tl.load(k_ptr + offs, mask=valid[:, None], other=0.0)
+    s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale  # (R, TILE)
+    s = tl.where(key[None, :] < seen[:, None], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: no NaN
+    alpha = tl.exp(m_i - m_safe)
+    p = tl.exp(s - m_safe[:, None])
+    v = tl.load(v_ptr + offs, mask=valid[:, None], other=0.0)
+    return m_new, l_i * alpha + tl.sum(p, 1), acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+
+
+@triton.jit
+def _store_split(o_ptr, m_ptr, l_ptr, part, m_i, l_i, acc, mask, D: tl.constexpr):
+    dd = tl.arange(0, D)
+    tl.store(m_ptr + part, m_i, mask=mask)
+    tl.store(l_ptr + part, l_i, mask=mask)
+    tl.store(o_ptr + part[:, None] * D + dd[None, :], acc, mask=mask[:, None])
+
+
+@triton.jit
 def _attention_split(q_ptr, k_ptr, v_ptr, table_ptr, len_ptr, o_ptr, m_ptr, l_ptr, scale, slots, table_stride,
                      H: tl.constexpr, G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, B: tl.constexpr,
                      NSPLIT: tl.constexpr, SPLIT: tl.constexpr, TILE: tl.constexpr, PREC: tl.constexpr):
     row, kvh, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     length = tl.load(len_ptr + row)
-    g, dd, t = tl.arange(0, GP), tl.arange(0, D), tl.arange(0, TILE)
+    g, dd = tl.arange(0, GP), tl.arange(0, D)
     gmask = g < G
     heads = kvh * G + g
     q = tl.load(q_ptr + (row * H + heads)[:, None] * D + dd[None, :], mask=gmask[:, None], other=0.0)
+    seen = tl.zeros([GP], tl.int64) + length
     m_i = tl.full([GP], float("-inf"), tl.float32)
     l_i = tl.zeros([GP], tl.float32)
     acc = tl.zeros([GP, D], tl.float32)
@@ -55,25 +84,9 @@ def _attention_split(q_ptr, k_ptr, v_ptr, table_ptr, len_ptr, o_ptr, m_ptr, l_pt
     for it in tl.range(0, SPLIT // TILE):
         start = split * SPLIT + it * TILE
         if start < length:
-            tok = start + t
-            valid = tok < length
-            block = tl.load(table_ptr + row * table_stride + tok // B, mask=valid, other=0)
-            rows = block * B + tok % B  # (TILE,) cache rows
-            offs = base + rows[:, None] * D + dd[None, :]
-            k = tl.load(k_ptr + offs, mask=valid[:, None], other=0.0)
-            s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale  # (GP, TILE)
-            s = tl.where(valid[None, :], s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            alpha = tl.exp(m_i - m_new)
-            p = tl.exp(s - m_new[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(v_ptr + offs, mask=valid[:, None], other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
-            m_i = m_new
-    part = (row * H + heads) * NSPLIT + split  # (GP,)
-    tl.store(m_ptr + part, m_i, mask=gmask)
-    tl.store(l_ptr + part, l_i, mask=gmask)
-    tl.store(o_ptr + part[:, None] * D + dd[None, :], acc, mask=gmask[:, None])
+            m_i, l_i, acc = _key_tile(q, k_ptr, v_ptr, table_ptr + row * table_stride, start, seen, length, m_i,
+                                      l_i, acc, base, scale, B, D, TILE, PREC)
+    _store_split(o_ptr, m_ptr, l_ptr, (row * H + heads) * NSPLIT + split, m_i, l_i, acc, gmask, D)
 
 
 @triton.jit
@@ -120,7 +133,7 @@ def _prefill_split(q_ptr, k_ptr, v_ptr, table_ptr, tile_ptr, len_ptr, o_ptr, m_p
     first = tl.load(tile_ptr + tile)  # index of the tile's first token in q
     count = tl.load(tile_ptr + ntiles + tile)  # tokens in this tile (<= TQ)
     seq = tl.load(tile_ptr + 2 * ntiles + tile)  # the sequence's block-table row
-    r, dd, t = tl.arange(0, TQ * GP), tl.arange(0, D), tl.arange(0, TILE)
+    r, dd = tl.arange(0, TQ * GP), tl.arange(0, D)
     tok, g = r // GP, r % GP
     rmask = (tok < count) & (g < G)
     token = first + tok
@@ -135,25 +148,9 @@ def _prefill_split(q_ptr, k_ptr, v_ptr, table_ptr, tile_ptr, len_ptr, o_ptr, m_p
     for it in tl.range(0, SPLIT // TILE):
         start = split * SPLIT + it * TILE
         if start < longest:
-            key = start + t
-            valid = key < longest
-            block = tl.load(table_ptr + seq * table_stride + key // B, mask=valid, other=0)
-            offs = base + (block * B + key % B)[:, None] * D + dd[None, :]
-            k = tl.load(k_ptr + offs, mask=valid[:, None], other=0.0)
-            s = tl.dot(q, tl.trans(k), input_precision=PREC) * scale  # (rows, TILE)
-            s = tl.where(key[None, :] < length[:, None], s, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(s, 1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key here yet: no NaN
-            alpha = tl.exp(m_i - m_safe)
-            p = tl.exp(s - m_safe[:, None])
-            l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(v_ptr + offs, mask=valid[:, None], other=0.0)
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
-            m_i = m_new
-    part = (token * H + heads) * NSPLIT + split
-    tl.store(m_ptr + part, m_i, mask=rmask)
-    tl.store(l_ptr + part, l_i, mask=rmask)
-    tl.store(o_ptr + part[:, None] * D + dd[None, :], acc, mask=rmask[:, None])
+            m_i, l_i, acc = _key_tile(q, k_ptr, v_ptr, table_ptr + seq * table_stride, start, length, longest, m_i,
+                                      l_i, acc, base, scale, B, D, TILE, PREC)
+    _store_split(o_ptr, m_ptr, l_ptr, (token * H + heads) * NSPLIT + split, m_i, l_i, acc, rmask, D)
 
 
 def prefill_attention(q: Any, k: Any, v: Any, tables: Any, tiles: Any, lengths: Any, scale: float, *,
