@@ -24,6 +24,8 @@ profile):
 
 Arithmetic is fp32 inside each kernel with one rounding to the cache dtype at the end;
 the eager path rounds after each op, so the two agree to bf16 precision, not bitwise.
+This module imports torch and Triton at the top (the kernels are defined at import): only
+`paged_model.load_kernels` imports it, on a GPU (or under Triton's interpreter).
 """
 
 from __future__ import annotations
