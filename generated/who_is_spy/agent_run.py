@@ -13,6 +13,7 @@ the server's engine can reuse instead of recomputing.
 import os
 import random
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, RoleLLM, Task, WorkflowOutput
 
@@ -107,15 +108,19 @@ def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], team_models: 
                     info.get("max_rounds", MAX_ROUNDS))
     llm_for = LLMRouter(team_models, endpoints).llm_for
     while game.winner() is None:
-        for player in game.alive():
+        for player in game.alive():  # in turn: each one sees the descriptions before theirs
             game.describe(player.pid, describe(game, player, llm_for(player.role)))
-        game.vote({p.pid: vote(game, p, llm_for(p.role)) for p in game.alive()})
+        alive = game.alive()  # every voter sees the same state, so the ballots are cast at once (in seat order)
+        with ThreadPoolExecutor(len(alive)) as pool:
+            ballots = pool.map(lambda p: vote(game, p, llm_for(p.role)), alive)
+            game.vote({p.pid: target for p, target in zip(alive, ballots, strict=True)})
     return game
 
 
 def summary(game: Game) -> dict:
     roles = {p.pid: p.role for p in game.players}
-    return {"winner": game.winner(), "rounds": game.round - 1, "roles": roles, "eliminated": game.eliminated}
+    return {"winner": game.winner(), "rounds": game.round - 1, "roles": roles, "eliminated": game.eliminated,
+            "ballots": game.ballots}  # (round, voter, legal target or None for an abstention)
 
 
 def reward(game: Game, role: str) -> float:

@@ -2,9 +2,10 @@
 
 A random model (the CPU demo's tiny one) never writes a player id, so it never casts a legal vote and
 GRPO gets no signal. This script plays random games with the real prompts (agent_run.messages_for)
-and trains on answers in the right format: a short sentence for DESCRIBE, a plain player id for VOTE.
-The vote targets are random living players, so it teaches the format, not who the spy is; keep it
-short and let RL do the rest.
+and trains on answers in the right format: one fixed short sentence for DESCRIBE (a tiny model learns
+it in a few steps, and a description it cannot get wrong leaves the votes' prompts as in training), a
+plain player id for VOTE. The vote targets are random living players, so it teaches the format, not
+who the spy is; keep it short and let RL do the rest.
 
     python warm_start.py --model tiny --steps 20 --out experiments/warm_start
     vibe-rl run . --set model.path=experiments/warm_start/model
@@ -27,8 +28,7 @@ from agent_run import DESCRIBE, NAMES, VOTE, VOTE_TOOL, messages_for
 from game_engine import Game, new_game
 
 HERE = Path(__file__).resolve().parent
-SENTENCES = ["It is common.", "People know it well.", "You can find it in many places.", "Many people like it.",
-             "It is part of daily life.", "Most of us have seen one.", "It can be big or small."]
+SENTENCES = ["I like it."]  # one short description: the warm start teaches the answer format, not what to say
 DESCRIBE_SHARE = 0.25  # default share of description examples; the rest are votes, the harder format
 
 
@@ -60,17 +60,17 @@ def example(games: list[dict], rng: random.Random, describe_share: float = DESCR
 
 def legal_vote_share(engine, games: list[dict], rng: random.Random, n: int, max_tokens: int) -> float:
     """Share of sampled VOTE answers (temperature 1) that name a living player other than the voter."""
-    legal = tried = 0
-    while tried < n:
+    asked = []  # (the game, the voter, the pending answer): submitted together, they run as one batch
+    for _ in range(n):
         convo, game, voter = example(games, rng, describe_share=0.0)
-        if not voter:
-            continue
         text = engine.tokenizer.apply_chat_template(convo["messages"][:-1], tools=convo["tools"], tokenize=False,
                                                     add_generation_prompt=True)
         ids = engine.tokenizer(text, add_special_tokens=False)["input_ids"]
-        answer = engine.tokenizer.decode(engine.generate(ids, SamplingParams(max_tokens=max_tokens)).token_ids)
-        legal += any(re.search(rf"\b{p.pid}\b", answer) for p in game.alive() if p.pid != voter)
-        tried += 1
+        asked.append((game, voter, engine.submit(ids, SamplingParams(max_tokens=max_tokens))))
+    legal = 0
+    for game, voter, answer in asked:
+        text = engine.tokenizer.decode(answer.result().token_ids)
+        legal += any(re.search(rf"\b{p.pid}\b", text) for p in game.alive() if p.pid != voter)
     return legal / n
 
 

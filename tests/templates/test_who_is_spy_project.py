@@ -84,6 +84,9 @@ def test_episode_wiring_votes_and_rewards(project):
     assert single["metadata"]["winner"] in ("civilian", "spy")
     assert single["reward"] == (1.0 if single["metadata"]["winner"] == "civilian" else 0.0)
     assert single["metadata"]["eliminated"], "scripted votes always agree, so someone is voted out"
+    ballots = single["metadata"]["ballots"]  # cast at once, recorded in seat order
+    assert [voter for when, voter, _ in ballots if when == 1] == list(single["metadata"]["roles"])
+    assert all(target for _, _, target in ballots), "every scripted vote names another living player"
     assert adv_1["reward"] + adv_2["reward"] == 1.0  # each server rewarded for its own team
     assert adv_1["reward"] == (1.0 if adv_1["metadata"]["winner"] == "civilian" else 0.0)
 
