@@ -12,17 +12,15 @@ STEPS=${VIBE_RL_DEMO_STEPS:-$(python scripts/demo_settings.py steps)}
 rm -rf "$DEMO/experiments"
 mkdir -p "$DEMO"
 
-# The plan of the seed spec with the demo's game settings (shaped_reward on, 4 players, 2 rounds; see
-# scripts/demo_settings.py), then rendered.
+# The plan of the seed spec with the demo's game and reward (shaped_reward on, the outcome weighted 0, 4 players,
+# one round; see scripts/demo_settings.py), then rendered.
 vibe-rl new --spec-file templates/who_is_spy/examples/seed_prompt.zh.md --planner offline --dry-run --json > "$DEMO.plan.out"
 python scripts/demo_settings.py plan "$DEMO.plan.out" "$DEMO.plan.json"
 vibe-rl new --plan "$DEMO.plan.json" --out "$DEMO" --force
-cat <<'EOF'
-[demo] The demo trains the civilians of Who is Spy (the tiny offline model on CPU; the spy plays a frozen copy).
-[demo] Reward (game_engine.shaped_reward): 1 if the civilians win, else 0, plus 0.5 x the share of their ballots
-[demo] that named a living player other than the voter (a legal vote) and 0.5 x the share that named the spy.
-[demo] Before RL: a short supervised warm start on the game's answer format (warm_start.py; random legal targets).
-EOF
+echo "[demo] The demo trains the civilians of Who is Spy (the tiny offline model on CPU; the spy plays a frozen copy)."
+echo "[demo] Reward: $(python scripts/demo_settings.py reward)."
+echo "[demo] Before RL: a short supervised warm start on the game's answer format (warm_start.py: one fixed"
+echo "[demo] description, votes for random legal targets); it prints the share of legal votes it then samples."
 (cd "$DEMO" && python warm_start.py $(python "$OLDPWD/scripts/demo_settings.py" warm-start) --out experiments/warm_start)
 # shellcheck disable=SC2046
 vibe-rl run "$DEMO" --until "steps:$STEPS" --stop $(python scripts/demo_settings.py sets) \

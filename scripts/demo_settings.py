@@ -3,8 +3,9 @@
     python scripts/demo_settings.py sets        # the --set flags of `vibe-rl run`
     python scripts/demo_settings.py warm-start  # the flags of the project's warm_start.py
     python scripts/demo_settings.py steps       # how many weight updates the demo runs
+    python scripts/demo_settings.py reward      # what the demo trains on, in words
     python scripts/demo_settings.py plan RAW OUT  # the seed spec's plan (RAW: `vibe-rl new --dry-run --json`)
-                                                  # with DEMO_GAME applied, written to OUT
+                                                  # with the demo's game and reward, written to OUT
 """
 
 from __future__ import annotations
@@ -12,15 +13,32 @@ from __future__ import annotations
 import json
 import sys
 
-# The game of the demo: the family's shaped reward on, and a small table so a CPU step stays short.
-DEMO_GAME = {"shaped_reward": True, "num_players": 4, "max_rounds": 2}
-# Server job on CPU (vibe-rl run adds --model tiny; these come after it). A large learning rate suits the
-# <1M-parameter tiny model; 2 tasks x 2 episodes per update keeps a step short on 2 cores.
-DEMO_SETS = ["train.lr=0.0003", "train.batch_size=2", "train.grpo_n=2", "rollout.max_tokens=16",
-             "train.save_freq=0"]
-# A short supervised warm start on the game's answer format (see the project's warm_start.py).
-WARM_START = ["--steps", "60", "--batch", "16", "--lr", "0.01", "--describe-share", "0", "--eval", "20"]
+# The game of the demo: the family's shaped reward on, and a small table (4 players, one round: 8 calls a
+# game) so a CPU step stays short.
+DEMO_GAME = {"shaped_reward": True, "num_players": 4, "max_rounds": 1}
+# The outcome weighs 0 in the demo (the plan's reward.win and reward.loss): with 8 games an update, a win (about
+# one game in five, whatever the civilians vote) is noise that drowns what the tiny model can learn in minutes.
+REWARD = ("game_engine.shaped_reward with the outcome weighted 0 (reward.win = reward.loss = 0): per game, "
+          "0.5 x the share of the civilians' ballots that named a living player other than the voter (a legal "
+          "vote) + 0.5 x the share that named the spy; from 0 to 1")
+DEMO_REWARD = {"win": 0.0, "loss": 0.0, "description": REWARD}
+# Server job on CPU (vibe-rl run adds --model tiny; these come after it): 2 tasks x 4 episodes an update, a
+# learning rate that moves the <1M-parameter tiny model within 10 updates, a KL term to the warm start that keeps
+# it from drifting into garbage, and answers capped at 8 tokens (a vote or a description needs 4-5).
+DEMO_SETS = ["train.lr=0.001", "train.batch_size=2", "train.grpo_n=4", "train.kl_coef=0.1",
+             "rollout.max_tokens=8", "train.save_freq=0"]
+# A short supervised warm start on the game's answer format (see the project's warm_start.py): a quarter
+# descriptions, the rest votes for random legal targets.
+WARM_START = ["--steps", "30", "--batch", "8", "--lr", "0.003", "--describe-share", "0.25", "--eval", "24"]
 DEMO_STEPS = 10
+
+
+def demo_plan(spec: dict) -> dict:
+    """The seed spec's plan with the demo's game and reward applied."""
+    spec["game"].update(DEMO_GAME)
+    spec["reward"].update(DEMO_REWARD)
+    return spec
+
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
@@ -30,10 +48,11 @@ if __name__ == "__main__":
         print(" ".join(WARM_START))
     elif what == "steps":
         print(DEMO_STEPS)
+    elif what == "reward":
+        print(REWARD)
     elif what == "plan":
         raw = open(sys.argv[2], encoding="utf-8").read()
-        spec = json.loads(raw[raw.index("{"):])
-        spec["game"].update(DEMO_GAME)
+        spec = demo_plan(json.loads(raw[raw.index("{"):]))
         open(sys.argv[3], "w", encoding="utf-8").write(json.dumps(spec, indent=1))
     else:
-        sys.exit("usage: demo_settings.py sets|warm-start|steps|plan RAW OUT")
+        sys.exit("usage: demo_settings.py sets|warm-start|steps|reward|plan RAW OUT")
