@@ -66,6 +66,15 @@ def test_win_equals_loss_in_the_spec_and_in_code(tmp_path):
     assert ("agent_run.py", True) in found
 
 
+def test_win_equals_loss_with_the_shaped_reward_is_a_warning(tmp_path):
+    """The shaped reward's dense terms still give a signal: equal outcome rewards are worth a look, not an error."""
+    project = copy(tmp_path, "who_is_spy")
+    edit_spec(project, lambda d: (d["reward"].update(win=0.0, loss=0.0), d["game"].update(shaped_reward=True)))
+    assert errors(project) == []
+    (warning,) = [f for f in diagnose(project) if "reward.win equals reward.loss" in f.message]
+    assert warning.level == "warning" and "shaped reward" in warning.message
+
+
 def test_static_model_missing_from_the_config(tmp_path):
     project = copy(tmp_path, "who_is_spy")
     config = project / "config.yaml"

@@ -66,9 +66,15 @@ def check_rewards(doc: Doctor, spec: TaskSpec) -> None:
                         f"{team.roles} play on {sorted(where)}, so the reward trains nothing",
                         f"reward a team that plays on {server} (modes[{mode.name}].rewarded), or wire "
                         f"{team_name} to {server}")
+    # With the family's shaped reward on, dense terms still separate the episodes of a group: equal
+    # win and loss then mean "the outcome is not rewarded", worth a look but not an error.
+    shaped = bool(spec.game.get("shaped_reward"))
+    level = "warning" if shaped else "error"
+    consequence = ("only the shaped reward's dense terms are learned from" if shaped
+                   else "every GRPO advantage is zero, nothing is learned")
     if spec.reward.win == spec.reward.loss:
-        doc.add("error", SPEC_FILE, 0, f"reward.win equals reward.loss ({spec.reward.win:g}): every GRPO "
-                f"advantage is zero, nothing is learned", "give the winners more than the losers, e.g. win 1, loss 0")
+        doc.add(level, SPEC_FILE, 0, f"reward.win equals reward.loss ({spec.reward.win:g}): {consequence}",
+                "give the winners more than the losers, e.g. win 1, loss 0")
     for mode in spec.modes:
         tree = doc.trees.get(mode.run_file)
         for node in tree.body if tree else []:
@@ -76,8 +82,8 @@ def check_rewards(doc: Doctor, spec: TaskSpec) -> None:
             if names == ["WIN", "LOSS"] and isinstance(node.value, ast.Tuple):
                 values = [_number(v) for v in node.value.elts]
                 if values[0] is not None and values[0] == values[1]:
-                    doc.add("error", mode.run_file, node.lineno, f"WIN and LOSS are both {values[0]}: every "
-                            "advantage is zero, nothing is learned", "set WIN above LOSS, e.g. WIN, LOSS = 1.0, 0.0")
+                    doc.add(level, mode.run_file, node.lineno, f"WIN and LOSS are both {values[0]}: {consequence}",
+                            "set WIN above LOSS, e.g. WIN, LOSS = 1.0, 0.0")
 
 
 def _number(node: ast.AST) -> float | None:
