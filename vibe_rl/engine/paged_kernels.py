@@ -61,7 +61,20 @@ def _key_tile(q, k_ptr, v_ptr, table_row, start, seen, longest, m_i, l_i, acc, b
 
 
 @triton.jit
-def _store_split(o_ptr, m_ptr, l_ptr, part, m_i, l_i, acc, mask, D: tl.constexpr):
+def _attend_split(q, k_ptr, v_ptr, o_ptr, m_ptr, l_ptr, table_row, seen, longest, part, mask, split, kvh, slots, scale,
+                  R: tl.constexpr, D: tl.constexpr, B: tl.constexpr, SPLIT: tl.constexpr, TILE: tl.constexpr,
+                  PREC: tl.constexpr):
+    """Query rows q (R, D) over their sequence's keys in [split * SPLIT, (split + 1) * SPLIT): the online
+    softmax's (max, sum, weighted values) stored at `part` for `_attention_merge`."""
+    m_i = tl.full([R], float("-inf"), tl.float32)
+    l_i = tl.zeros([R], tl.float32)
+    acc = tl.zeros([R, D], tl.float32)
+    base = kvh.to(tl.int64) * slots * D
+    for it in tl.range(0, SPLIT // TILE):
+        start = split * SPLIT + it * TILE
+        if start < longest:
+            m_i, l_i, acc = _key_tile(q, k_ptr, v_ptr, table_row, start, seen, longest, m_i, l_i, acc, base, scale,
+                                      B, D, TILE, PREC)
     dd = tl.arange(0, D)
     tl.store(m_ptr + part, m_i, mask=mask)
     tl.store(l_ptr + part, l_i, mask=mask)
@@ -79,16 +92,8 @@ def _attention_split(q_ptr, k_ptr, v_ptr, table_ptr, len_ptr, o_ptr, m_ptr, l_pt
     heads = kvh * G + g
     q = tl.load(q_ptr + (row * H + heads)[:, None] * D + dd[None, :], mask=gmask[:, None], other=0.0)
     seen = tl.zeros([GP], tl.int64) + length
-    m_i = tl.full([GP], float("-inf"), tl.float32)
-    l_i = tl.zeros([GP], tl.float32)
-    acc = tl.zeros([GP, D], tl.float32)
-    base = kvh.to(tl.int64) * slots * D
-    for it in tl.range(0, SPLIT // TILE):
-        start = split * SPLIT + it * TILE
-        if start < length:
-            m_i, l_i, acc = _key_tile(q, k_ptr, v_ptr, table_ptr + row * table_stride, start, seen, length, m_i,
-                                      l_i, acc, base, scale, B, D, TILE, PREC)
-    _store_split(o_ptr, m_ptr, l_ptr, (row * H + heads) * NSPLIT + split, m_i, l_i, acc, gmask, D)
+    _attend_split(q, k_ptr, v_ptr, o_ptr, m_ptr, l_ptr, table_ptr + row * table_stride, seen, length,
+                  (row * H + heads) * NSPLIT + split, gmask, split, kvh, slots, scale, GP, D, B, SPLIT, TILE, PREC)
 
 
 @triton.jit
@@ -142,17 +147,9 @@ def _prefill_split(q_ptr, k_ptr, v_ptr, table_ptr, tile_ptr, len_ptr, o_ptr, m_p
     heads = kvh * G + g
     q = tl.load(q_ptr + (token * H + heads)[:, None] * D + dd[None, :], mask=rmask[:, None], other=0.0)
     length = tl.load(len_ptr + token, mask=rmask, other=0)  # (rows,) keys each row may see
-    longest = tl.max(length, 0)
-    m_i = tl.full([TQ * GP], float("-inf"), tl.float32)
-    l_i = tl.zeros([TQ * GP], tl.float32)
-    acc = tl.zeros([TQ * GP, D], tl.float32)
-    base = kvh.to(tl.int64) * slots * D
-    for it in tl.range(0, SPLIT // TILE):
-        start = split * SPLIT + it * TILE
-        if start < longest:
-            m_i, l_i, acc = _key_tile(q, k_ptr, v_ptr, table_ptr + seq * table_stride, start, length, longest, m_i,
-                                      l_i, acc, base, scale, B, D, TILE, PREC)
-    _store_split(o_ptr, m_ptr, l_ptr, (token * H + heads) * NSPLIT + split, m_i, l_i, acc, rmask, D)
+    _attend_split(q, k_ptr, v_ptr, o_ptr, m_ptr, l_ptr, table_ptr + seq * table_stride, length, tl.max(length, 0),
+                  (token * H + heads) * NSPLIT + split, rmask, split, kvh, slots, scale, TQ * GP, D, B, SPLIT, TILE,
+                  PREC)
 
 
 def prefill_attention(q: Any, k: Any, v: Any, tables: Any, tiles: Any, lengths: Any, scale: float, *,
