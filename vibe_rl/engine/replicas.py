@@ -62,7 +62,7 @@ class ReplicaServer:
         while True:
             try:
                 rid, prompt_ids, sampling = conn.recv()
-            except (OSError, EOFError):
+            except (OSError, EOFError, TypeError):  # TypeError: close() nulled the handle mid-read
                 return
             try:
                 fut = self.engine.submit(prompt_ids, sampling)
