@@ -138,3 +138,19 @@ def test_training_while_requests_are_in_flight(make_engine, rollout):
     gens = [f.result(timeout=120) for f in futures + more]
     assert all(g.token_ids for g in gens)
     assert {g.weight_version for g in gens} <= {0, 1} and gens[-1].weight_version == 1
+
+
+def test_lr_warms_up_linearly_then_holds(make_engine, rollout):
+    from vibe_rl.rl.grpo import scheduled_lr
+
+    engine = make_engine(lr=1e-2, warmup_steps=4)
+    tok = engine.tokenizer
+    lrs, moved = [], []
+    for step in range(5):
+        samples, _ = rollout(engine, chat_prompts(tok, 2), n=4, max_tokens=8, reward_fn=share_of_e(tok), step=step)
+        before = weights(engine)
+        lrs.append(engine.train(samples)["lr"])
+        moved.append(max(float((v - before[k]).abs().max()) for k, v in weights(engine).items()))
+    assert lrs == pytest.approx([2.5e-3, 5e-3, 7.5e-3, 1e-2, 1e-2])
+    assert moved[0] < moved[3]  # Adam's first step moves weights by about lr: a quarter of the full step
+    assert scheduled_lr(engine.train_config.model_copy(update={"warmup_steps": 0}), 0) == 1e-2

@@ -79,7 +79,7 @@ def run_grpo(trainer: Any, samples: list[Any]) -> tuple[dict[str, float], bool]:
 
     return grpo_step(trainer.model, trainer.optimizer, samples, trainer.train_config, pad_id=trainer.pad_id,
                      device=trainer.env.device, max_len=trainer.max_model_len, ref_model=trainer.ref_model,
-                     version=trainer.version, on_micro_batch=trainer.on_micro_batch)
+                     version=trainer.version, step=trainer.step_count, on_micro_batch=trainer.on_micro_batch)
 
 
 def _fsdp_modules(model: Any) -> list[Any]:

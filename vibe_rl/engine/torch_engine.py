@@ -244,7 +244,8 @@ class TorchEngine:
         with self._exclusive(), self._threads():
             metrics, applied = grpo_step(
                 self.model, self.optimizer, samples, self.train_config, pad_id=self.pad_id, device=self.device,
-                max_len=self.max_model_len, ref_model=self.ref_model, version=self.version)
+                max_len=self.max_model_len, ref_model=self.ref_model, version=self.version,
+                step=self.step)
             self._weights_changed()
             return self.finish_step(metrics, skipped=not applied)
 

@@ -26,6 +26,13 @@ What it does not do
   their loss is exactly 0, so skipping them changes nothing but the compute.
   They still count in the token normaliser.
 
+Learning rate
+-------------
+Update k (1-based: `step` updates were applied before it) uses
+lr_k = lr x min(1, k / warmup_steps), or lr when warmup_steps = 0. Adam moves every
+weight by about lr on its first steps, whatever the noise in its gradient; a short
+warmup keeps a few noisy early batches from undoing a warm start.
+
 Safety
 ------
 Micro-batches of `micro_batch_size` sequences accumulate gradients; the global
@@ -50,12 +57,13 @@ if TYPE_CHECKING:
 
 
 def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfig, *, pad_id: int, device: Any,
-              max_len: int, ref_model: Any = None, version: int = 0,
+              max_len: int, ref_model: Any = None, version: int = 0, step: int = 0,
               on_micro_batch: Callable[[int, bool, Any], Any] | None = None) -> tuple[dict[str, float], bool]:
     """One update of `model` with `optimizer` -> (metrics, applied).
 
     `ref_model` is the frozen KL reference (None with LoRA: the base model with the adapter
-    off is the reference); `version` is the current weight version, for the staleness metric.
+    off is the reference); `version` is the current weight version, for the staleness metric;
+    `step` is the number of updates applied before this one, for the learning-rate warmup.
     `applied` is False when the step was skipped because something was not finite.
     `on_micro_batch(index, is_last, loss) -> loss` (a sharded trainer's hook; None in one process)
     runs before each micro-batch's backward: it may set up gradient sync and return a non-finite
@@ -118,6 +126,8 @@ def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfi
         if not math.isfinite(grad_norm):
             finite = False
         if finite:
+            for group in opt.param_groups:
+                group["lr"] = scheduled_lr(cfg, step)
             opt.step()
         opt.zero_grad(set_to_none=True)
     finally:
@@ -146,6 +156,13 @@ def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfi
         "time_s": time.monotonic() - started,
     }
     return metrics, finite
+
+
+def scheduled_lr(cfg: TrainConfig, step: int) -> float:
+    """The learning rate of the update after `step` applied ones (see "Learning rate" above)."""
+    if cfg.warmup_steps <= 0:
+        return cfg.lr
+    return cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps)
 
 
 def _reference_logprobs(model: Any, ref_model: Any, batch: dict[str, Any]) -> Any:

@@ -65,6 +65,8 @@ class TrainConfig(BaseModel):
     grpo_n: int = Field(default=4, ge=1, description="Episodes per task (GRPO group size)")
     policy: CollectionPolicy = Field(default=CollectionPolicy.tasks, description="When the pool triggers an update")
     lr: float = Field(default=1e-6, gt=0, description="Learning rate (AdamW)")
+    warmup_steps: int = Field(default=0, ge=0, description=(
+        "Linear learning-rate warmup: update k (1-based) uses lr x min(1, k / warmup_steps); 0: none"))
     weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay")
     clip_eps: float = Field(default=0.2, ge=0, description="PPO-style ratio clip epsilon")
     kl_coef: float = Field(default=0.0, ge=0, description="KL-to-reference coefficient; 0 disables (and skips the ref model)")
