@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import constraints, game_parameter, planned_modes, short_name, training
+from vibe_rl.planner.common import constraints, game_parameter, no_model_path, planned_modes, short_name, training
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import server_segments
 from vibe_rl.scaffold.families import Manifest
@@ -70,8 +70,10 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         name, s = f"server{i + 1}", facts.servers.get(i)
         path = facts.use(s.path if s else None) or (facts.use(facts.model_paths[0]) if i == 0 and facts.model_paths
                                                       else None)
-        if path is None:
-            path = servers[0].model_path if servers else "tiny"
+        if path is None and not servers:
+            path = no_model_path(facts, notes, name)
+        elif path is None:
+            path = servers[0].model_path
             notes.append(f"No base model path for {name}: using {path!r}.")
         port = facts.use(s.port if s and s.port else (loose_ports.pop(0) if loose_ports else None))
         if port is None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_endpoint, static_note, training
+from vibe_rl.planner.common import (constraints, game_parameter, no_model_path, planned_modes, reward, short_name,
+                                     static_endpoint, static_note, training)
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
@@ -41,7 +42,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     model_path = facts.use(first) or "tiny"
     if first is None:
-        notes.append("No base model path found: using the tiny offline model ('tiny').")
+        no_model_path(facts, notes)
     g = facts.gpus
     gpus = facts.use(g.mode_per_server.get("agent_roll")) or facts.use(g.per_server) or facts.use(g.total)
     if gpus is None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_endpoint, static_note, training
+from vibe_rl.planner.common import (constraints, game_parameter, no_model_path, planned_modes, reward, short_name,
+                                     static_endpoint, static_note, training)
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
@@ -139,7 +140,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         game["win_rule"] = "side"
     elif not facts.src.search(PARITY_WORDS):
         notes.append("Win rule not given: werewolves win at parity (win_rule = parity).")
-    game_parameter(facts, game, "max_days", facts.days, notes, manifest, "day limit")
+    days = facts.days
+    if days is None and facts.rounds is not None:  # a round of Werewolves is one night and one day
+        days = facts.rounds
+        notes.append(f"Read the spec's {facts.rounds.value} rounds as the day limit (a round is a night and a day).")
+    game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     game = manifest.resolve_parameters(game)
     trainable, static = split_roles(facts, notes)
@@ -150,7 +155,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     model_path = facts.use(first) or "tiny"
     if first is None:
-        notes.append("No base model path found: using the tiny offline model ('tiny').")
+        no_model_path(facts, notes)
     server_gpus, total = gpus(facts, notes)
     port = facts.use(facts.servers[0].port if 0 in facts.servers and facts.servers[0].port else
                      (facts.ports[0] if facts.ports else None))

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import constraints, game_parameter, planned_modes, reward, short_name, static_endpoint, static_note, training
+from vibe_rl.planner.common import (constraints, game_parameter, no_model_path, planned_modes, reward, short_name,
+                                     static_endpoint, static_note, training)
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
@@ -76,7 +77,7 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
                 second = found
     path1 = facts.use(first) or "tiny"
     if first is None:
-        notes.append("No base model path found: using the tiny offline model ('tiny').")
+        no_model_path(facts, notes)
     path2 = facts.use(second) or path1
     if second is None:
         notes.append(f"No model path for server2: it starts from server1's model ({path1}).")

@@ -27,5 +27,13 @@ def test_unplaced_facts_are_reported_by_clause():
     assert src.unparsed([], numbers=False) == ["set HF_HOME and load /data/extra"]
 
 
+def test_a_chinese_one_line_spec_reports_the_part_holding_the_fact():
+    text = "用 4 张卡训练狼人杀，batch 8，每局跑 3 遍"
+    src = SpecText(text)
+    src.search(r"batch (\d+)")
+    src.search(r"(\d+) 张卡")
+    assert src.unparsed([]) == ["每局跑 3 遍"]
+
+
 def test_player_counts_are_facts_even_after_the_noun():
     assert SpecText("玩家 8 人").unparsed([]) == ["玩家 8 人"]

@@ -102,3 +102,16 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
     if model.base_url and model.base_url not in facts.text:
         notes.append(f"Static model {model.name}: base URL {model.base_url} filled in (a known provider), key from "
                      f"${model.api_key_env}; without that key the server serves a frozen local copy.")
+
+
+def no_model_path(facts: Facts, notes: list[str], server: str = "") -> str:
+    """The path of a trainable model the spec does not name ('tiny'), with a note that says what to do."""
+    if server and not facts.model_size:
+        notes.append(f"No base model path for {server}: using 'tiny'.")
+    elif facts.model_size:
+        notes.append(f"The spec asks for a {facts.model_size}B model but names no model directory: using the tiny "
+                     "offline model ('tiny'). Put the model's local directory in servers[].model_path of "
+                     "task_spec.json and render it with `vibe-rl new --plan`, or name the path in the spec.")
+    else:
+        notes.append("No base model path found: using the tiny offline model ('tiny').")
+    return "tiny"

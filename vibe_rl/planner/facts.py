@@ -45,6 +45,7 @@ class Facts:
     total_steps: int | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    model_size: str | None = None  # "7" of "a 7B model": said, though no path names the model
     rounds: Found | None = None
     days: Found | None = None
     num_tasks: Found | None = None
@@ -199,6 +200,8 @@ def extract(text: str) -> Facts:
     facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)")
     facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|生成|造)\D{{0,12}}?{NUM}\s*"
                                   rf"(?:games|tasks|paragraphs|对局|局|个任务|条|段))")
+    size = re.search(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
+    facts.model_size = size.group(1) if size else None
     facts.win, facts.loss = rewards(src)
     facts.no_chinese = bool(src.search(r"不得出现中文|不要(?:出现)?中文|不能(?:出现|有)中文|no chinese|english only|"
                                        r"only english|without chinese|英文代码|只用英文"))

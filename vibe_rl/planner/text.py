@@ -109,14 +109,25 @@ class SpecText:
             token = m.group().rstrip(".").lower()
             if m.lastgroup != "num" and (token in values or any(token in v for v in values)):
                 continue
-            start, end = self.clause_of(m.start())
+            start, end = self._part_around(*self.clause_of(m.start()), m.start())
             clause = self.text[start:end].strip(" \t-*:：").rstrip(".。 ")
-            if len(clause) > 160:  # narrow a long clause to the comma-separated part holding the fact
-                parts = re.split(r"[,，、]", clause)
-                clause = next((p for p in parts if m.group() in p), clause[:160]).strip()
             if clause and clause not in out:
                 out.append(clause)
         return out
+
+    def _part_around(self, start: int, end: int, position: int) -> tuple[int, int]:
+        """The part of clause [start, end) between the separators around `position`: any comma in a clause
+        past 160 characters, the full-width comma in a shorter one (a Chinese one-line spec:
+        "用 4 张卡，batch 8，最多 30 轮")."""
+        long = end - start > 160
+        if not long and "，" not in self.text[start:end]:
+            return start, end
+        for sep in re.compile(r"[,，、]" if long else "，").finditer(self.text, start, end):
+            if sep.end() <= position:
+                start = sep.end()
+            else:
+                return start, sep.start()
+        return start, end
 
     def _ignored(self, m: re.Match) -> bool:
         if m.lastgroup != "num":
