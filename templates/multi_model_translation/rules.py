@@ -21,6 +21,10 @@ DEFAULT_SERVER_OF = {1: 0, 2: 1, 3: 0}  # agent -> server index
 FIRST_PORT = 10086  # server N listens on FIRST_PORT + N - 1 unless the spec says otherwise
 _AGENT = r"(?:agent|智能体)\s*(\d)"
 SCORE_RANGE = r"0\s*(?:-|~|到|至)\s*2\s*(?:points?|分)|\[0,\s*1\]"  # the graders' fixed scale
+# Languages other than the family's pair (English -> Chinese): a spec naming one asks for what the family cannot do.
+OTHER_LANGUAGES = (r"\b(?:French|German|Japanese|Korean|Spanish|Russian|Italian|Portuguese|Arabic|Hindi|Vietnamese|"
+                   r"Thai|Dutch|Turkish|Polish|Indonesian)\b|法语|法文|德语|德文|日语|日文|韩语|韩文|西班牙语|俄语|俄文|"
+                   r"意大利语|葡萄牙语|阿拉伯语")
 
 
 def agent_servers(facts: Facts) -> dict[int, int]:
@@ -57,6 +61,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         facts.src.mark(*m.span())
     game: dict = {}
     judge(facts, game, notes)
+    other = facts.src.search(OTHER_LANGUAGES, mark=False)
+    if other:
+        notes.append(f"The spec names {other.group()}, but this family translates English -> Chinese only (its mock "
+                     "dataset, prompts and graders): the project renders for English -> Chinese. To change the pair, "
+                     "edit mock_dataset.py, the prompts in workflow.py and the graders after rendering.")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     server_of = {**DEFAULT_SERVER_OF, **agent_servers(facts)}
     if not agent_servers(facts):
