@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+from vibe_rl.swarm.launch import ServerNotReadyError, free_port, spawn, stop, wait_healthy
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_SPEC = REPO / "templates" / "who_is_spy" / "examples" / "seed_prompt.zh.md"
@@ -31,14 +31,6 @@ sys.path.insert(0, str(REPO / "scripts"))
 from demo_settings import DEMO_GAME, DEMO_SETS, DEMO_STEPS, REWARD, WARM_START, demo_plan  # noqa: E402  (the demo's numbers, one source)
 
 VIBE_RL = [sys.executable, "-c", "from vibe_rl.cli import main; main()"]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def render(project: Path) -> None:
@@ -85,20 +77,14 @@ def one_seed(project: Path, work: Path, seed: int, steps: int, timeout: float, w
            "--experiment-dir", str(work / "exp")]  # as `vibe-rl run` starts it (static models come from --config)
     for s in sets:
         cmd += ["--set", s]
-    log = (work / "server.log").open("w")
-    server = subprocess.Popen(cmd, cwd=project, stdout=log, stderr=subprocess.STDOUT, env=env)
+    server = spawn(cmd, work / "server.log", cwd=project, env=env)
     client = None
     rows: list[dict] = []
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                httpx.get(url + "/healthz", timeout=2)
-                break
-            except httpx.HTTPError:
-                if server.poll() is not None or time.time() > deadline:
-                    return {"seed": seed, "ok": False, "error": (work / "server.log").read_text()[-2000:]}
-                time.sleep(0.3)
+        try:
+            wait_healthy(url, server, 120.0, work / "server.log", interval=0.3, tail_chars=2000)
+        except ServerNotReadyError as e:
+            return {"seed": seed, "ok": False, "error": e.log_tail}
         clog = (work / "client.log").open("w")
         client = subprocess.Popen([sys.executable, "agent_roll.py"], cwd=project, stdout=clog, stderr=subprocess.STDOUT,
                                   env=env)
@@ -111,14 +97,8 @@ def one_seed(project: Path, work: Path, seed: int, steps: int, timeout: float, w
             time.sleep(2)
         rl_s = time.time() - t1
     finally:
-        for proc in (client, server):
-            if proc is not None and proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        log.close()
+        stop(client)  # the client first, then its server
+        stop(server)
     rewards = [round(r["reward_mean"], 4) for r in rows]
     legal = legal_share(work / "exp" / "swarm.sqlite", len(rows))
     out = {"seed": seed, "ok": len(rows) >= steps, "updates": len(rows), "rewards": rewards,

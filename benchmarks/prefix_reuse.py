@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -34,18 +33,12 @@ import time
 from array import array
 from pathlib import Path
 
-import httpx
+from vibe_rl.swarm.launch import ServerNotReadyError, free_port, spawn, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
 SERVERS = {"who_is_spy": 1, "werewolves": 1, "multi_model_translation": 2}
 KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DASHSCOPE_API_KEY", "ANTHROPIC_API_KEY", "JUDGE_MODEL", "JUDGE_BASE_URL")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(exp_dir: Path, config: Path, max_tokens: int, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
@@ -55,18 +48,15 @@ def start_server(exp_dir: Path, config: Path, max_tokens: int, env: dict[str, st
            "--experiment-dir", str(exp_dir),
            "--set", "train.batch_size=2", "--set", "train.grpo_n=2", "--set", f"rollout.max_tokens={max_tokens}",
            "--set", "model.max_model_len=4096", "--set", "model.device=cpu"]
-    log = open(exp_dir.parent / f"{exp_dir.name}.log", "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-    while True:
-        try:
-            httpx.get(url + "/healthz", timeout=2.0)
-            return proc, url
-        except httpx.HTTPError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise SystemExit(f"server did not start; see {log.name}") from None
-            time.sleep(0.3)
+    log = exp_dir.parent / f"{exp_dir.name}.log"
+    proc = spawn(cmd, log, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc, 120.0, interval=0.3)
+    except ServerNotReadyError:
+        proc.kill()
+        raise SystemExit(f"server did not start; see {log}") from None
+    return proc, url
 
 
 def stored_episodes(db: Path) -> int:
@@ -167,13 +157,7 @@ def run_family(family: Path, episodes: int, max_tokens: int, timeout: float, wor
                 raise SystemExit(f"{family.name}: fewer than {episodes} episodes after {timeout:g} s")
             time.sleep(0.5)
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop(procs)
     return {"episodes": stored_episodes(dbs[0]), **replay(dbs)}
 
 

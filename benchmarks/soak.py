@@ -22,13 +22,10 @@ import os
 import random
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 300.0  # a response slower than this counts as a transport error (the connection is dropped)
@@ -130,28 +127,16 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from vibe_rl.swarm import SwarmClient, TrainJob
     from vibe_rl.swarm.auth import client_token
+    from vibe_rl.swarm.launch import free_port, spawn, stop, wait_healthy
 
-    with __import__("socket").socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     exp = tempfile.mkdtemp(prefix="vibe-rl-soak-")
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "start", "--port", str(port),
            "--model", "tiny", "--experiment-dir", exp, *itertools.chain(*(("--set", s) for s in JOB))]
-    log = open(Path(exp) / "server.log", "wb")  # a file, not a pipe: a full pipe would block the server's logging
-    server = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    server = spawn(cmd, Path(exp) / "server.log", cwd=ROOT)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url + "/healthz", timeout=1.0)
-                break
-            except httpx.HTTPError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    tail = (Path(exp) / "server.log").read_text(errors="replace")[-2000:]
-                    raise SystemExit(f"server did not start: {tail}") from None
-                time.sleep(0.2)
+        wait_healthy(url, server, 120.0, Path(exp) / "server.log", request_timeout=1.0, tail_chars=2000)
         with SwarmClient(url) as client:
             client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
             res = asyncio.run(drive(port, client_token(url), args.episodes_in_flight, args.seconds, warmup,
@@ -161,12 +146,7 @@ def main() -> None:
         in_store = {row[0] for row in db.execute("SELECT episode_uuid FROM episodes")}
         stored = sum(1 for u in res["acked"] if u in in_store)  # acknowledged ends found in the store
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        stop(server)
         shutil.rmtree(exp, ignore_errors=True)
     start, end = res["rss_mb_after_warmup"], res["rss_mb_end"]
     print(json.dumps({

@@ -21,22 +21,12 @@ import asyncio
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
-
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -118,36 +108,24 @@ def main() -> None:
         report(asyncio.run(drive(host, int(port), args.concurrency, args.seconds, args.warmup)), args)
         return
 
+    sys.path.insert(0, str(ROOT))
+    from vibe_rl.swarm import SwarmClient, TrainJob
+    from vibe_rl.swarm.launch import free_port, spawn, stop, wait_healthy
+
     port = free_port()
     exp = tempfile.mkdtemp(prefix="vibe-rl-bench-")
     url = f"http://127.0.0.1:{port}"
     cmd = [sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "start", "--port", str(port), "--model", "tiny",
            "--experiment-dir", exp, "--set", "rollout.max_tokens=1", "--set", "train.grpo_n=1000000"]
-    server = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    server = spawn(cmd, Path(exp) / "server.log", cwd=ROOT)
     try:
-        sys.path.insert(0, str(ROOT))
-        from vibe_rl.swarm import SwarmClient, TrainJob
-
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url + "/healthz", timeout=1.0)
-                break
-            except httpx.HTTPError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"server did not start: {server.stderr.read().decode()[-2000:]}") from None
-                time.sleep(0.2)
+        wait_healthy(url, server, 120.0, Path(exp) / "server.log", request_timeout=1.0, tail_chars=2000)
         with SwarmClient(url) as client:
             client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
         res = asyncio.run(drive("127.0.0.1", port, args.concurrency, args.seconds, args.warmup))
         res["serial"] = asyncio.run(drive("127.0.0.1", port, 1, min(3.0, args.seconds), 0.5))
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server, grace=20.0)
         shutil.rmtree(exp, ignore_errors=True)
     report(res, args)
 

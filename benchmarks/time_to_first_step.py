@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,15 +18,11 @@ import time
 import uuid
 from pathlib import Path
 
+from vibe_rl.swarm.launch import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "templates" / "who_is_spy" / "examples" / "seed_prompt.zh.md"
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def one_round(project: Path, env: dict[str, str], force: bool) -> dict:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
@@ -15,17 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from vibe_rl.swarm.launch import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "templates" / "who_is_spy" / "examples" / "seed_prompt.zh.md"
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
 LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "VIBE_RL_FIX_MODEL",
            "VIBE_RL_FIX_PROVIDER", "DASHSCOPE_API_KEY")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -6,12 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
-
-from tests.helpers.ports import free_port
+from vibe_rl.swarm.launch import ServerNotReadyError, free_port, log_tail, spawn, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,26 +40,20 @@ class RankedServer:
         master_port = free_port()
         self.procs = []
         for node in range(self.nodes):
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            env = dict(os.environ)
             if self.gpus_per_node is not None:
                 env["CUDA_VISIBLE_DEVICES"] = self.gpus_per_node[node]
-            log = open(self.logs[node], "ab")  # noqa: SIM115 (closed with the process)
-            self.procs.append(subprocess.Popen(self.command(node, master_port), cwd=ROOT, stdout=log,
-                                               stderr=subprocess.STDOUT, env=env, start_new_session=True))
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                httpx.get(self.url + "/healthz", timeout=2.0)
-                return self
-            except httpx.HTTPError:
-                if any(p.poll() is not None for p in self.procs) or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"ranked server did not come up:\n{self.output()}") from None
-                time.sleep(0.3)
+            self.procs.append(spawn(self.command(node, master_port), self.logs[node], cwd=ROOT, env=env, append=True,
+                                    new_session=True))
+        try:
+            wait_healthy(self.url, self.procs, timeout, interval=0.3)
+        except ServerNotReadyError:
+            self.stop()
+            raise RuntimeError(f"ranked server did not come up:\n{self.output()}") from None
+        return self
 
     def output(self) -> str:
-        return "\n".join(f"--- node {n}\n" + (log.read_text(errors="replace")[-4000:] if log.exists() else "")
-                         for n, log in enumerate(self.logs))
+        return "\n".join(f"--- node {n}\n" + log_tail(log, 4000) for n, log in enumerate(self.logs))
 
     def kill(self) -> None:
         """SIGKILL the launcher of every node only (like a crash); its ranks must die with it."""

@@ -1,11 +1,5 @@
-"""A free loopback TCP port for a server a test starts."""
+"""A free loopback TCP port for a server a test starts (the package's own helper, under its old name here)."""
 
 from __future__ import annotations
 
-import socket
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from vibe_rl.swarm.launch import free_port  # noqa: F401  (imported by the tests as helpers.ports.free_port)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
-
-from helpers.ports import free_port
+from vibe_rl.swarm.launch import ServerNotReadyError, free_port, spawn, wait_healthy
+from vibe_rl.swarm.launch import stop as stop_server  # noqa: F401  (used by the project tests)
 
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
 
@@ -21,29 +18,15 @@ def start_server(tmp_path: Path, name: str, max_tokens: int, max_model_len: int,
     `config` (the project's config.yaml) declares its static models, which a synced job may only name;
     `env` replaces the server's environment (default: this one)."""
     port = free_port()
-    log = open(tmp_path / f"{name}.log", "wb")
     cmd = [VIBE_RL, "swarm", "start", "--port", str(port), "--model", "tiny", "--experiment-dir",
            str(tmp_path / name), "--set", "train.batch_size=2", "--set", "train.grpo_n=2",
            "--set", f"rollout.max_tokens={max_tokens}", "--set", f"model.max_model_len={max_model_len}",
            "--set", "model.device=cpu"] + (["--config", str(config)] if config else [])
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            env={**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"})
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 120
-    while True:
-        try:
-            httpx.get(url + "/healthz", timeout=2.0)
-            return proc, url
-        except httpx.HTTPError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError((tmp_path / f"{name}.log").read_text()[-3000:]) from None
-            time.sleep(0.3)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
+    proc = spawn(cmd, tmp_path / f"{name}.log", env=env)
+    url = f"http://127.0.0.1:{port}"
     try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
+        wait_healthy(url, proc, timeout=120.0, log_path=tmp_path / f"{name}.log", interval=0.3)
+    except ServerNotReadyError:
         proc.kill()
-        proc.wait(timeout=10)
+        raise
+    return proc, url

@@ -3,17 +3,14 @@ plays one-call episodes to a given step."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx
 import openai
-from helpers.ports import free_port
 
 from vibe_rl.swarm import SwarmClient, Task, TrainJob, WorkflowOutput
+from vibe_rl.swarm.launch import free_port, log_tail, spawn, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 # one-call episodes, 2 per update (1 task x grpo_n 2), a big learning rate for the tiny model
@@ -31,31 +28,14 @@ class LiveServer:
         for s in [*FAST, *sets]:
             cmd += ["--set", s]
         exp_dir.parent.mkdir(parents=True, exist_ok=True)
-        self._logf = self.log.open("ab")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(self.url + "/healthz", timeout=2.0)
-                break
-            except httpx.HTTPError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"swarm server did not come up:\n{self.output()}") from None
-                time.sleep(0.2)
+        self.proc = spawn(cmd, self.log, cwd=ROOT, append=True)
+        wait_healthy(self.url, self.proc, timeout=120.0, log_path=self.log, tail_chars=4000)
 
     def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+        return log_tail(self.log, 4000)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._logf.close()
+        stop(self.proc)
 
 
 def play_to_step(client: SwarmClient, step: int, job: TrainJob | None = None) -> None:

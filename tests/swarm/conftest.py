@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+from vibe_rl.swarm.launch import free_port, log_tail, spawn, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,12 +24,6 @@ def admin(url: str) -> dict[str, str]:
     from vibe_rl.swarm.auth import client_token
 
     return {"authorization": f"Bearer {client_token(url)}"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
@@ -50,21 +43,12 @@ class Server:
         for s in self.sets:
             cmd += ["--set", s]
         self.exp_dir.parent.mkdir(parents=True, exist_ok=True)
-        self._logf = open(self.log, "ab")
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._logf, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"})
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(self.url + "/healthz", timeout=2.0)
-                return self
-            except httpx.HTTPError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"swarm server did not come up:\n{self.output()}") from None
-                time.sleep(0.2)
+        self.proc = spawn(cmd, self.log, cwd=ROOT, env={**os.environ, **self.env}, append=True)
+        wait_healthy(self.url, self.proc, timeout=120.0, log_path=self.log, tail_chars=4000)
+        return self
 
     def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+        return log_tail(self.log, 4000)
 
     def kill(self) -> None:
         """SIGKILL: no cleanup at all, like a crashed machine."""
@@ -73,15 +57,7 @@ class Server:
             self.proc.wait(timeout=30)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        if getattr(self, "_logf", None):
-            self._logf.close()
+        stop(self.proc)
 
 
 @pytest.fixture

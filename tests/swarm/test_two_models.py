@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import openai
+import pytest
 
 from vibe_rl.swarm import SwarmClient, Task, TrainJob, WorkflowOutput
 
@@ -31,11 +32,8 @@ def test_one_episode_two_servers_two_rewards(make_server):
                                  user="translator:agent_3")
     # A key belongs to its own server only.
     cross = openai.OpenAI(base_url=api2.base_url, api_key=api1.api_key, max_retries=0)
-    try:
+    with pytest.raises(openai.AuthenticationError):  # server 2 refuses server 1's key
         cross.chat.completions.create(model=api2.model, messages=[{"role": "user", "content": "x"}])
-        raise AssertionError("server 2 accepted server 1's key")
-    except openai.AuthenticationError:
-        pass
 
     c1.end_episode(task, ep1, WorkflowOutput(reward=0.25))
     c2.end_episode(task, ep2, WorkflowOutput(reward=0.75))

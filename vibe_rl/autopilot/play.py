@@ -10,8 +10,6 @@ last message, the reply and the action parsed from it (a tool call, or none).
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,28 +19,13 @@ from vibe_rl.autopilot import identity
 from vibe_rl.autopilot.plan import cpu_overrides, visible_gpus
 from vibe_rl.errors import VibeRLError
 from vibe_rl.schema.spec import TaskSpec
+from vibe_rl.swarm.launch import ServerNotReadyError, spawn, stop, wait_healthy
 
 CLI = [sys.executable, "-c", "from vibe_rl.cli import main; main()"]
 
 
 class PlayError(VibeRLError, RuntimeError):
     """No episode could be played."""
-
-
-def _spawn(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
-    with log.open("w") as fh:
-        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-
-
-def _end(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def _ended_episode(db: Path, task: str | None):
@@ -61,8 +44,6 @@ def _ended_episode(db: Path, task: str | None):
 def play(project: Path, mode: str | None = None, task: str | None = None, timeout: float = 300.0,
          device: str = "auto", out=print):
     """Play until one episode ends; print it call by call. Returns the CompletedEpisode."""
-    import httpx
-
     root = Path(project).resolve()
     spec = TaskSpec.load(root)
     m = spec.mode(mode)
@@ -80,24 +61,21 @@ def play(project: Path, mode: str | None = None, task: str | None = None, timeou
                 sets, _ = cpu_overrides(root, s.config, [])
                 cmd += ["--model", "tiny"] + [x for o in sets for x in ("--set", o)]
                 env["VIBE_RL_MAX_TOKENS"] = str(16)
-            procs.append(_spawn(cmd, root, {**env, "CUDA_VISIBLE_DEVICES": "" if cpu else env.get(
-                "CUDA_VISIBLE_DEVICES", "")}, work / f"{s.name}.log"))
+            gpus = "" if cpu else env.get("CUDA_VISIBLE_DEVICES", "")
+            procs.append(spawn(cmd, work / f"{s.name}.log", cwd=root, env={**env, "CUDA_VISIBLE_DEVICES": gpus},
+                               new_session=True))
             env[s.url_env] = f"http://127.0.0.1:{port}"
             dbs.append(work / s.name / "swarm.sqlite")
         deadline = time.monotonic() + timeout
         for s, proc in zip(spec.servers_for(m.name), procs, strict=True):
-            while True:
-                try:
-                    if httpx.get(f"{env[s.url_env]}/healthz", timeout=2, trust_env=False).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise PlayError(f"server {s.name} did not start: {(work / f'{s.name}.log').read_text()[-2000:]}")
-                time.sleep(0.5)
+            try:
+                wait_healthy(env[s.url_env], proc, deadline - time.monotonic(), work / f"{s.name}.log",
+                             interval=0.5, tail_chars=2000)
+            except ServerNotReadyError as e:
+                raise PlayError(f"server {s.name} did not start: {e.log_tail}") from None
         out(f"[vibe-rl] playing mode {m.name} ({m.script}) against throwaway servers "
             f"{', '.join(env[s.url_env] for s in spec.servers_for(m.name))}" + (" (tiny model, CPU)" if cpu else ""))
-        client = _spawn([sys.executable, m.script], root, env, work / "client.log")
+        client = spawn([sys.executable, m.script], work / "client.log", cwd=root, env=env, new_session=True)
         procs.append(client)
         while True:
             episode = next((e for e in (_ended_episode(db, task) for db in dbs) if e is not None), None)
@@ -109,8 +87,8 @@ def play(project: Path, mode: str | None = None, task: str | None = None, timeou
                                 + (work / "client.log").read_text()[-3000:])
             time.sleep(1.0)
     finally:
-        for proc in reversed(procs):
-            _end(proc)
+        for proc in reversed(procs):  # the client first; each with its process group
+            stop(proc, grace=20.0, group=True, kill_wait=None)
     show(episode, out)
     out(f"[vibe-rl] server and client output: {work}")
     return episode
