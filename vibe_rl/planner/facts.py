@@ -131,13 +131,16 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
         clause = src.text[start:end]
         if not re.search(WIN_WORDS + "|" + LOSS_WORDS, clause, re.IGNORECASE):
             continue
-        if not re.search(r"reward|奖励|得分|分数|score|points?|得\s*[-+]?\d|get\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d", clause,
-                         re.IGNORECASE):
-            continue
+        # a reward word anywhere in the clause, or a valued form ("gets 1", "win: 1", "+1") in the segment itself:
+        # "谁先报到 30 谁赢" (first to 30 wins) is a rule, not a reward of 30
+        said = re.search(r"reward|奖励|得分|分数|score|points?", clause, re.IGNORECASE)
         offset = start
         for segment in re.split(r"[,，;；、]|\band\b|而", clause):
             seg_start = src.text.index(segment, offset) if segment else offset
             offset = seg_start + len(segment)
+            if not said and not re.search(r"得\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d", segment,
+                                          re.IGNORECASE):
+                continue
             words = [(m.start(), "win") for m in re.finditer(WIN_WORDS, segment, re.IGNORECASE)]
             words += [(m.start(), "loss") for m in re.finditer(LOSS_WORDS, segment, re.IGNORECASE)]
             words = sorted(words)
@@ -191,7 +194,9 @@ def extract(text: str) -> Facts:
                                     rf"每\s*{NUM}\s*步\s*(?:保存|存)"])
     facts.total_steps = _number(src, [rf"(?:total[\s_-]*steps|max[\s_-]*steps|总步数){_IS}{NUM}",
                                       rf"(?:train|stop)\w*\s+(?:for|after)\s+{NUM}\s*(?:steps|updates)",
-                                      rf"训练\s*{NUM}\s*步"])
+                                      rf"\btotal(?:\s+of)?\s+{NUM}\s*(?:training\s+)?(?:steps|updates)",
+                                      rf"{NUM}\s*(?:training\s+)?(?:steps|updates)\s+(?:in\s+)?total",
+                                      rf"训练\s*{NUM}\s*步", rf"(?:总共|共)\s*{NUM}\s*步"])
     facts.lr = _number(src, [rf"(?:\blr\b|learning[\s_-]*rate|学习率){_IS}{_FLOAT}"], float)
     facts.temperature = _number(src, [rf"(?:temperature|温度){_IS}{_FLOAT}"], float)
     facts.max_tokens = _number(src, [rf"(?:max[\s_-]*tokens|最大生成长度|最大\s*token\s*数){_IS}(\d+)"])

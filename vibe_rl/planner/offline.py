@@ -9,6 +9,7 @@ TaskSpec is listed in `TaskSpec.unparsed` (see vibe_rl.planner.text).
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from types import ModuleType
 
@@ -28,15 +29,20 @@ HOW_TO_GO_FURTHER = (
 
 
 def pick_family(text: str, families: list[Manifest]) -> Manifest:
-    """The family whose keywords occur most often in the text; none -> PlannerError."""
-    lower = text.lower()
-    scores = [(sum(lower.count(word.lower()) for word in m.all_keywords()), m.name, m) for m in families]
+    """The family whose keywords occur most often in the text (case, hyphens and underscores aside: "Who-is-Spy"
+    is "who is spy"); none -> PlannerError."""
+    lower = _words(text)
+    scores = [(sum(lower.count(_words(word)) for word in m.all_keywords()), m.name, m) for m in families]
     best = max(scores, default=(0, "", None))
     if best[0] == 0 or best[2] is None:
         lines = "\n".join(f"  - {m.name}: {m.description}" for m in families) or "  (none found)"
         raise PlannerError(f"The offline planner found no template family for this spec.\nSupported:\n{lines}\n"
                            f"{HOW_TO_GO_FURTHER}")
     return best[2]
+
+
+def _words(text: str) -> str:
+    return re.sub(r"[\s_-]+", " ", text.lower())
 
 
 def load_rules(manifest: Manifest) -> ModuleType:
