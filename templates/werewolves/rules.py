@@ -29,11 +29,13 @@ ROLE_WORDS = {
 }
 SEATS = {"werewolf": 3, "seer": 1, "witch": 1, "hunter": 1, "villager": 3}
 ROLES = list(ROLE_WORDS)
-TRAINABLE_WORDS = r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|\btrain(?:s|ing)? (?:only )?the\b"
+TRAINABLE_WORDS = (r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|"
+                   r"\btrain(?:s|ing)?\b(?! (?:for|until|on|goals?)\b)")
 STATIC_WORDS = r"静态|冻结|\bstatic\b|\bfrozen\b"
 PLAYED_BY_WORDS = r"扮演|驱动|控制|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by|\buses?\b|使用"
 SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"
-PARITY_WORDS = r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)"
+PARITY_WORDS = (r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)|"
+                r"\b(?:equal|match|outnumber)(?:s|es)?\b(?: (?:in number|the number of))?|人数相等|持平|parity")
 DEFAULT_TRAINABLE = ["werewolf", "seer"]
 
 

@@ -24,8 +24,11 @@ def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **def
             notes.append(f"No {name} given: using {chosen.get(name, getattr(base, name))}.")
         elif name != "total_steps":
             others.append(f"{name} {chosen.get(name, getattr(base, name)):g}")
+    limit = "" if facts.total_steps is not None else "; no step limit unless total_steps is given"
     if others:
-        notes.append(f"Defaults not in the spec: {', '.join(others)}; no step limit unless total_steps is given.")
+        notes.append(f"Defaults not in the spec: {', '.join(others)}{limit}.")
+    elif limit:
+        notes.append("No total_steps given: no step limit.")
     return Training(**chosen)
 
 
