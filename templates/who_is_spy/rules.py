@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from vibe_rl.errors import PlannerError
 from vibe_rl.planner.common import (constraints, game_parameter, no_model_path, planned_modes, reward, short_name,
                                      static_endpoint, static_note, training)
 from vibe_rl.planner.facts import Facts
@@ -48,7 +49,12 @@ def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
     game_parameter(facts, game, "num_spies", spies, notes, manifest, "spy count")
     game_parameter(facts, game, "max_rounds", facts.rounds, notes, manifest, "round limit")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
-    return manifest.resolve_parameters(game)
+    game = manifest.resolve_parameters(game)
+    if 2 * game["num_spies"] >= game["num_players"]:
+        raise PlannerError(f"{game['num_spies']} spies among {game['num_players']} players: the spies must stay "
+                           "fewer than the civilians, or they win before the first vote. Ask for more players or "
+                           "fewer spies.")
+    return game
 
 
 def opponent(facts: Facts, notes: list[str]) -> tuple[str, StaticModel]:

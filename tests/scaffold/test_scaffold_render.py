@@ -75,6 +75,18 @@ def test_default_out_and_dry_run(tmp_path):
     assert TaskSpec.load(tmp_path / "generated" / "my_spy").name == "my_spy"
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_spec_files_with_a_bom_are_read_and_other_encodings_named(tmp_path, encoding):
+    (tmp_path / "spec.md").write_text("谁是卧底，5 个玩家，batch 8", encoding=encoding)
+    done = new("--spec-file", "spec.md", "--planner", "offline", "--dry-run", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert (plan["game"]["num_players"], plan["training"]["batch_size"]) == (5, 8)
+    (tmp_path / "gbk.md").write_text("谁是卧底，5 个玩家", encoding="gbk")
+    done = new("--spec-file", "gbk.md", "--planner", "offline", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 2 and "is not UTF-8 text" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_unsupported_spec_writes_nothing(tmp_path):
     done = new("train a chess engine", "--planner", "offline", cwd=tmp_path)
     assert done.returncode != 0 and "Supported" in done.stderr and "who_is_spy" in done.stderr
@@ -85,7 +97,7 @@ def _family(root: Path, name: str, files: dict[str, str]) -> None:
     (root / name / "project").mkdir(parents=True)
     (root / name / "manifest.yaml").write_text(
         f"name: {name}\ndescription: test family\nshort_name: tf\nkeywords: {{en: [tic tac toe], zh: [井字棋]}}\n"
-        "parameters:\n  size: {default: 3, description: board size}\n", encoding="utf-8")
+        "parameters:\n  size: {default: 3, min: 3, max: 9, description: board size}\n", encoding="utf-8")
     for rel, text in files.items():
         (root / name / "project" / rel).write_text(text, encoding="utf-8")
 
@@ -112,6 +124,11 @@ def test_a_family_is_a_folder(tmp_path, monkeypatch):
         render_project(_spec("tic_tac_toe", colour="red"), tmp_path / "out2")
     with pytest.raises(TemplateError, match="No template family"):
         render_project(_spec("go"), tmp_path / "out3")
+    with pytest.raises(TemplateError, match=r"size = 12 is above its maximum 9.*game\.size in task_spec\.json"):
+        render_project(_spec("tic_tac_toe", size=12), tmp_path / "out4")
+    with pytest.raises(TemplateError, match="size = 'big' is not a number"):
+        render_project(_spec("tic_tac_toe", size="big"), tmp_path / "out5")
+    assert not (tmp_path / "out4").exists()
 
 
 def test_strict_undefined(tmp_path, monkeypatch):

@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
             if spec_file is not None:
                 if not spec_file.is_file():
                     raise PlannerError(f"--spec-file {spec_file} does not exist.")
-                spec = spec_file.read_text(encoding="utf-8")
+                spec = read_spec(spec_file)
             task, used = plan(spec, planner=planner, name=name, family=family), resolve(planner)
         _show(task, used, as_json)
         if dry_run:
@@ -86,3 +86,22 @@ def register(app: typer.Typer) -> None:
                        "tests, or rerun with --planner openai|anthropic to have an LLM write them")
         if not as_json:
             typer.echo(f"next: vibe-rl doctor {target} && vibe-rl run {target}")
+
+
+def read_spec(path: Path) -> str:
+    """A spec file as text: UTF-8 (a BOM allowed) or UTF-16 with its BOM (what some Windows editors save)."""
+    from vibe_rl.errors import PlannerError
+
+    raw = path.read_bytes()
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError:
+            pass
+    else:
+        try:
+            return raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            pass
+    raise PlannerError(f"--spec-file {path} is not UTF-8 text. Save it as UTF-8 (e.g. iconv -f GBK -t UTF-8 "
+                       f"{path} > spec.md) and try again.")

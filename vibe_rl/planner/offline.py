@@ -13,7 +13,9 @@ import re
 import sys
 from types import ModuleType
 
-from vibe_rl.errors import PlannerError
+from pydantic import ValidationError
+
+from vibe_rl.errors import PlannerError, TemplateError
 from vibe_rl.planner.facts import extract
 from vibe_rl.planner.text import strings_of
 from vibe_rl.scaffold.families import Manifest, list_families
@@ -67,7 +69,16 @@ def load_rules(manifest: Manifest) -> ModuleType:
 def plan_with(manifest: Manifest, text: str) -> TaskSpec:
     """Apply one family's rules to `text` and list what was not understood."""
     facts = extract(text)
-    spec = load_rules(manifest).build(facts, manifest)
+    try:
+        spec = load_rules(manifest).build(facts, manifest)
+    except ValidationError as exc:  # a number the spec gave that the plan cannot hold ("batch 0")
+        wrong = "; ".join(f"{'.'.join(str(p) for p in e['loc'])} = {e.get('input')!r}: {e['msg']}"
+                          for e in exc.errors())
+        raise PlannerError(f"The spec asks for a value the plan cannot take ({wrong}). Change it in the spec, or "
+                           "plan with --dry-run --json, fix task_spec.json and render it with `vibe-rl new --plan`."
+                           ) from None
+    except TemplateError as exc:  # a game parameter outside the family's bounds
+        raise PlannerError(str(exc)) from None
     unparsed = facts.src.unparsed(strings_of(spec.model_dump(mode="json")))
     return spec.model_copy(update={"unparsed": unparsed})
 

@@ -22,6 +22,20 @@ PROJECT_DIR = "project"
 class Parameter(BaseModel):
     default: Any = Field(description="Value used when the spec does not set it")
     description: str = Field(default="", description="What the parameter means")
+    min: float | None = Field(default=None, description="Smallest value the family's game accepts (numbers only)")
+    max: float | None = Field(default=None, description="Largest value the family's game accepts (numbers only)")
+
+    def problem(self, name: str, value: Any) -> str | None:
+        """Why `value` does not fit this parameter, or None."""
+        if self.min is None and self.max is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"{name} = {value!r} is not a number"
+        if self.min is not None and value < self.min:
+            return f"{name} = {value:g} is below its minimum {self.min:g}"
+        if self.max is not None and value > self.max:
+            return f"{name} = {value:g} is above its maximum {self.max:g}"
+        return None
 
 
 class DatasetInfo(BaseModel):
@@ -68,7 +82,13 @@ class Manifest(BaseModel):
         if unknown:
             raise TemplateError(f"Family {self.name} has no parameters {unknown}; "
                                 f"it knows {sorted(self.parameters)} (see {self.path / MANIFEST}).")
-        return {name: game.get(name, p.default) for name, p in self.parameters.items()}
+        resolved = {name: game.get(name, p.default) for name, p in self.parameters.items()}
+        problems = {name: why for name, p in self.parameters.items() if (why := p.problem(name, resolved[name]))}
+        if problems:
+            raise TemplateError(f"Family {self.name}: {'; '.join(problems.values())} ({self.path / MANIFEST}). "
+                                f"Change the number in the spec, or {', '.join('game.' + n for n in problems)} in "
+                                "task_spec.json and render it with `vibe-rl new --plan task_spec.json`.")
+        return resolved
 
 
 def templates_root() -> Path:
