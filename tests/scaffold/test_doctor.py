@@ -103,6 +103,16 @@ def test_config_edit_is_a_warning(project):
     assert finding.level == "warning" and finding.file == "config.yaml" and finding.line > 0
 
 
+def test_a_learning_rate_too_large_for_the_model(project):
+    edit(project / "config.yaml", "lr: 1.0e-06", "lr: 0.001")
+    (finding,) = diagnose(project)
+    assert finding.level == "warning" and "Qwen2.5-7B-Instruct (full fine-tune)" in finding.message
+    assert finding.line > 0 and "1e-6 to 1e-5" in finding.fix
+    edit(project / "config.yaml", "lr: 0.001", "lr: 5")
+    (finding,) = errors(project)
+    assert "train.lr = 5" in finding.message and finding.file == "config.yaml"
+
+
 def test_chinese_syntax_and_untagged_calls(project):
     edit(project / "game_engine.py", "import random", "import random  # 随机")
     edit(project / "mock_dataset.py", "import json", "import json(")

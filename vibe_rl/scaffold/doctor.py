@@ -131,6 +131,7 @@ class Doctor:
                 self.add("error", server.config, 0, f"not a valid TrainJob: {exc}", "fix the named field")
                 continue
             jobs[server.name] = job
+            self.check_lr(server.config, path, job)
             for field in SIZE_NAMES:
                 if getattr(job.train, field) != getattr(spec.training, field):
                     self.add("warning", server.config, _line_of(path, field),
@@ -147,6 +148,21 @@ class Doctor:
                     mode.servers[-1]).config, "grpo_n"), f"mode {mode.name}: servers disagree on train.grpo_n "
                     f"({names}); {mode.script} plays each task grpo_n times for all of them",
                     "set the same train.grpo_n in every config of the mode")
+
+    def check_lr(self, config: str, path: Path, job: TrainJob) -> None:
+        """A learning rate far above what its model and method take: the first updates wreck the model."""
+        lr, lora = job.train.lr, job.model.lora.rank > 0
+        if lr >= 0.1:
+            self.add("error", config, _line_of(path, "lr"), f"train.lr = {lr:g}: the first update will wreck "
+                     "any model", "use 1e-6 to 1e-5 for a full fine-tune, 1e-5 to 2e-4 with LoRA")
+            return
+        if job.model.path.strip().lower() == "tiny":
+            return  # the tiny CPU model takes ~1e-3 (the demo's rate)
+        ceiling, typical = (1e-3, "1e-5 to 2e-4 with LoRA") if lora else (1e-4, "1e-6 to 1e-5 for a full fine-tune")
+        if lr > ceiling:
+            self.add("warning", config, _line_of(path, "lr"), f"train.lr = {lr:g} is large for "
+                     f"{job.model.path} ({'LoRA' if lora else 'full fine-tune'}): the policy may collapse in a "
+                     "few updates", f"start from {typical}")
 
     def check_script_sizes(self, script: str, config: str, job: TrainJob) -> None:
         tree = self.trees.get(script)
