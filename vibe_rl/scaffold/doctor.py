@@ -2,7 +2,7 @@
 
 Each finding names the file, the line and the fix. Checks: every .py compiles; no CJK characters in code;
 task ids are non-empty and unique (dataset and `Task(task_id=...)` calls); roll scripts agree with the
-config on batch size and group size; each role is wired (TEAM_MODELS) to the model the TaskSpec intends;
+config on batch size and group size; the learning rate suits the model (full fine-tune or LoRA); each role is wired (TEAM_MODELS) to the model the TaskSpec intends;
 every chat call is tagged with `user=`; and the plan can learn (vibe_rl.scaffold.doctor_plan).
 """
 
