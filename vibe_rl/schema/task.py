@@ -39,7 +39,8 @@ class WorkflowOutput(BaseModel):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"reward must be a finite number, got {type(value).__name__} {value!r}")
         if not math.isfinite(value):
-            raise ValueError(f"reward must be a finite number, got {value!r}; clamp or replace NaN/inf before end_episode")
+            raise ValueError(f"reward must be a finite number, got {value!r}; clamp or replace NaN/inf before "
+                             "ep.end(reward) / end_episode")
         return float(value)
 
 

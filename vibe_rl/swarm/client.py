@@ -17,7 +17,8 @@ Waiting and retries:
   the new weights are live; if it ever answers 429 the openai SDK honours Retry-After.
 - `end_episode` is idempotent: repeating it with the same task_id and reward
   returns `{"already_ended": true}`, so it is retried on connection errors; a
-  repeat with a different task or reward is refused (409 -> SwarmError).
+  repeat with a different task or reward is refused (409 -> SwarmError). A
+  training episode that made no LLM call comes back with a `warning`, logged here.
 
 Credentials: control calls and `begin_episode` send the server's admin token
 (`token=`, else `VIBE_RL_SWARM_TOKEN`, `VIBE_RL_SWARM_TOKEN_FILE`, or the token the
@@ -223,6 +224,8 @@ class SwarmClient:
                                                      "output": workflow_output.model_dump(mode="json")},
                             wait_busy=True, episode_uuid=episode_uuid)
         self._episode_keys.pop(episode_uuid, None)
+        if result.get("warning"):  # e.g. no LLM call went through the episode's key: nothing of it is trained
+            log.warning("%s", result["warning"])
         return result
 
     def abort_episode(self, episode_uuid: str) -> dict[str, Any]:

@@ -10,9 +10,11 @@
         eps.end({"server1": output_1, "server2": output_2})
 
 Leaving the `with` block by an exception aborts every episode still open (an
-episode that the server already dropped is not an error) and re-raises. Leaving
-it without ending an episode aborts it too, and raises SwarmError: a reward
-that was never reported is a bug in the client, not something to skip silently.
+episode that the server already dropped is not an error, and its 410 is logged at
+debug level only) and re-raises; an episode already ended stays stored and is
+trained, so code that can fail belongs before `end`. Leaving the block without
+ending an episode aborts it too, and raises SwarmError: a reward that was never
+reported is a bug in the client, not something to skip silently.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import logging
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from vibe_rl.errors import SwarmError
+from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.extras import require
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
 
@@ -59,10 +61,14 @@ class Episode:
         return self._openai
 
     def end(self, reward: float | WorkflowOutput, metadata: dict[str, Any] | None = None) -> EndEpisodeResponse:
-        """Report the reward (a number, or a WorkflowOutput); the server stores the episode before answering.
-        Repeating it with the same reward is harmless (`already_ended` is then true)."""
+        """Report the reward (a number and optional metadata, or a WorkflowOutput that holds both); the server
+        stores the episode before answering. Repeating it with the same reward is harmless (`already_ended` is
+        then true). A WorkflowOutput together with `metadata` is a ConfigError (the metadata would be lost)."""
         from vibe_rl.swarm.protocol import EndEpisodeResponse
 
+        if isinstance(reward, WorkflowOutput) and metadata is not None:
+            raise ConfigError("ep.end got a WorkflowOutput and a metadata argument; the metadata would be lost. "
+                              "Pass ep.end(WorkflowOutput(reward=r, metadata={...})) or ep.end(r, {...}).")
         output = reward if isinstance(reward, WorkflowOutput) else WorkflowOutput(reward=reward,
                                                                                    metadata=metadata or {})
         result = EndEpisodeResponse.model_validate(self.client.end_episode(self.task, self.uuid, output))
@@ -78,7 +84,9 @@ class Episode:
         try:
             self.client.abort_episode(self.uuid)
         except SwarmError as exc:  # gone already (410/404), or the server is unreachable
-            log.warning("abort of episode %s: %s", self.uuid, exc)
+            # 410: the server already dropped it (discarded, ended); the caller's own error says why
+            level = logging.DEBUG if getattr(exc, "status", None) == 410 else logging.WARNING
+            log.log(level, "abort of episode %s: %s", self.uuid, exc)
 
 
 class Episodes(dict[str, Episode]):

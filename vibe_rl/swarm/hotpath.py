@@ -145,8 +145,10 @@ class HotPath:
             serving = getattr(self.app.state, "serving", None)
             key = _credential(scope)
             if serving is None or not key or (key not in serving.keys and serving.gone.get(key) is None):
-                return await _send_error(send, ApiError(401, "Send an episode's API key (from begin_episode) or "
-                                                             "the admin token.", code="invalid_api_key"))
+                return await _send_error(send, ApiError(401, "Send an episode's own API key (ep.api_key of "
+                                                             "swarm.episode(task), or begin_episode's; keys of a "
+                                                             "restarted server no longer work) or the admin token.",
+                                                             code="invalid_api_key"))
         if handler is None and scope["method"] != "POST":
             return await self.app(scope, receive, send)
         if handler is not None and scope["method"] != "POST":

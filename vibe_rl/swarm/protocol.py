@@ -176,6 +176,8 @@ class EndEpisodeResponse(_Response):
     status: str | None = Field(default=None, description="On a repeat: the stored status (completed, trained, ...)")
     llm_calls: int = Field(default=0, description="LLM calls the episode made (first end only)")
     trainable_turns: int = Field(default=0, description="Calls that will be trained on (static ones are context)")
+    warning: str | None = Field(default=None, description="Set when a training episode ended without any LLM call "
+                                "(nothing of it is trained; SwarmClient logs it as a warning)")
 
 
 class AbortEpisodeResponse(_Response):

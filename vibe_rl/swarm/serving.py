@@ -17,6 +17,7 @@ Episode lifecycle (documented contract):
   the same task_id and reward is idempotent (200, `"already_ended": true`), so a
   retried request is safe; a repeated end with a different task or reward is 409, and
   an end while one of the episode's LLM calls is still running is 409 (no turn is lost).
+  A training episode that ended without any LLM call is stored, and its answer carries a `warning`.
 - Episodes idle longer than their discard timeout are discarded and counted;
   later calls on them get 410 with the reason. Unknown ids/keys get 404/401.
 - `end` and `abort` need the episode's own key or the admin token (checked by
@@ -277,7 +278,8 @@ class SwarmServing(UpdateLoop):
     def _not_ready(self, what: str) -> ApiError:
         if self.state == OFFLINE:
             return ApiError(503, f"The engine is OFFLINE, so {what} cannot run. Start it first with "
-                                 "SwarmClient(url).auto_sync_train_config_and_start_engine(job)"
+                                 "SwarmClient(url).auto_sync_train_config_and_start_engine(job) (a restarted "
+                                 "server stays OFFLINE until a client syncs its job again)"
                                  + (f" (last error: {self.errors[-1]})" if self.errors else "") + ".",
                             code="engine_offline")
         return ApiError(429, f"The engine is {self.state}; retry {what} shortly.", code="engine_busy",
@@ -286,7 +288,7 @@ class SwarmServing(UpdateLoop):
     def begin(self, discard_timeout: float | None, base_url: str, kind: str = "train") -> BeginEpisodeResponse:
         bounds.check_discard_timeout(self.config, discard_timeout)
         if self.state != ROLLING:
-            raise self._not_ready("begin_episode")
+            raise self._not_ready("swarm.episode / begin_episode")
         ep = Episode(uuid=uuid.uuid4().hex, api_key=secrets.token_urlsafe(32),
                      timeout=discard_timeout or self.config.default_discard_timeout, kind=kind)
         self.episodes[ep.uuid] = ep
@@ -305,8 +307,9 @@ class SwarmServing(UpdateLoop):
         """end/abort: the admin token, or this episode's own key (Authorization: Bearer <key>)."""
         if admin or (key is not None and same_token(credential, key)):
             return
-        raise ApiError(401, f"Only episode {episode_uuid}'s own API key (from begin_episode, sent as "
-                            "`Authorization: Bearer <key>`) or the server's admin token may end or abort it.",
+        raise ApiError(401, f"Only episode {episode_uuid}'s own API key (ep.api_key of swarm.episode(task), or "
+                            "begin_episode's api_key, sent as `Authorization: Bearer <key>`) or the server's admin "
+                            "token may end or abort it.",
                        code="invalid_api_key" if credential else "missing_api_key")
 
     def _lookup(self, episode_uuid: str) -> Episode:
@@ -317,8 +320,9 @@ class SwarmServing(UpdateLoop):
         if reason:
             raise ApiError(410, f"Episode {episode_uuid} is gone: {reason}.", code="episode_gone",
                            param="episode_uuid")
-        raise ApiError(404, f"Unknown episode {episode_uuid}. Use the episode_uuid that begin_episode "
-                            "returned on this server (each server has its own episodes).",
+        raise ApiError(404, f"Unknown episode {episode_uuid}. Use the episode_uuid that this server returned "
+                            "(ep.uuid of swarm.episode(task), or begin_episode's); each server has its own episodes, "
+                            "and a restarted server forgets the episodes that were running.",
                        code="episode_not_found", param="episode_uuid")
 
     async def end(self, req: EndEpisodeRequest, credential: str | None, admin: bool) -> dict[str, Any]:
@@ -326,7 +330,7 @@ class SwarmServing(UpdateLoop):
         ep = self.episodes.get(req.episode_uuid)
         if ep is None:
             if self.store is None and self.gone.get(req.episode_uuid) is None:
-                raise self._not_ready("end_episode")  # maybe stored: the store opens with the engine
+                raise self._not_ready("ep.end / end_episode")  # maybe stored: the store opens with the engine
             self._authorize(req.episode_uuid, self.key_of.get(req.episode_uuid), credential, admin)
             stored = self._ending.get(req.episode_uuid) or (
                 self.store.episode_status(req.episode_uuid) if self.store else None)
@@ -340,7 +344,7 @@ class SwarmServing(UpdateLoop):
             self._lookup(req.episode_uuid)  # raises 410 / 404
         self._authorize(ep.uuid, ep.api_key, credential, admin)
         if self.store is None:
-            raise self._not_ready("end_episode")
+            raise self._not_ready("ep.end / end_episode")
         if ep.inflight:
             raise ApiError(409, f"Episode {ep.uuid} still has {ep.inflight} LLM call(s) in flight; end it after "
                                 "they return, so no turn is lost.", code="episode_busy", param="episode_uuid")
@@ -361,8 +365,13 @@ class SwarmServing(UpdateLoop):
             self.pool.add(done)
             self._maybe_update()
         self.counters["episodes_ended"] += 1
-        return {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,
-                "trainable_turns": sum(1 for t in ep.turns if not t.static)}
+        result = {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,
+                  "trainable_turns": sum(1 for t in ep.turns if not t.static)}
+        if not ep.llm_calls and ep.kind != "eval":  # legitimate at times, but usually a client bug: say so
+            result["warning"] = (f"Episode {ep.uuid} (task {done.task_id!r}) ended without any LLM call through its "
+                                 "key, so nothing of it is trained. Call the model through the episode: ep.openai(), "
+                                 "or openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key) with model=ep.model.")
+        return result
 
     def abort(self, episode_uuid: str, credential: str | None, admin: bool) -> dict[str, Any]:
         ep = self.episodes.get(episode_uuid)
@@ -383,8 +392,8 @@ class SwarmServing(UpdateLoop):
                 self._next_expire = now + min(30.0, self.config.incomplete_group_ttl / 10)
                 self.expire_groups(now)
             for ep in [e for e in self.episodes.values() if not e.inflight and now - e.last_activity > e.timeout]:
-                self._forget(ep, f"discarded after {ep.timeout:g} s without an LLM call "
-                                 "(raise begin_episode(discard_episode_timeout=...))")
+                self._forget(ep, f"discarded after {ep.timeout:g} s without an LLM call (raise the idle "
+                                 "timeout: swarm.episode(task, timeout=...) / begin_episode(discard_episode_timeout=...))")
                 self.discarded += 1
                 if self.store is not None:
                     self.store.set_meta("discarded_episodes", self.discarded)
@@ -394,16 +403,17 @@ class SwarmServing(UpdateLoop):
 
     def episode_for_key(self, api_key: str | None) -> Episode:
         if not api_key:
-            raise ApiError(401, "Missing API key. Use the api_key that begin_episode returned "
-                                "(openai.OpenAI(base_url=..., api_key=...)).", code="missing_api_key")
+            raise ApiError(401, "Missing API key. Use the episode's own key: ep.openai() of swarm.episode(task), or "
+                                "openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key).", code="missing_api_key")
         ep = self.keys.get(api_key)
         if ep is not None:
             return ep
         reason = self.gone.get(api_key)
         if reason:
             raise ApiError(410, f"This episode's API key no longer works: {reason}.", code="episode_gone")
-        raise ApiError(401, "Unknown API key. Each episode has its own key from begin_episode; keys of "
-                            "another server or of a restarted server do not work here.", code="invalid_api_key")
+        raise ApiError(401, "Unknown API key. Each episode has its own key (ep.api_key of swarm.episode(task), or "
+                            "begin_episode's); keys of another server or of a restarted server do not work here: "
+                            "begin a new episode.", code="invalid_api_key")
 
     async def wait_rolling(self) -> None:
         """Hold a chat call while the engine boots or updates (a new update may start right

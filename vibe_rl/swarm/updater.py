@@ -74,6 +74,10 @@ class UpdateLoop:
                                f"marked 'failed' (other tasks are unaffected): {why}")
         if not batch.groups:
             return
+        if batch.info.get("episodes_without_calls"):  # once per update, not per episode
+            log.warning("weight update %d: %d of %d episodes made no LLM call, so nothing of them is trained "
+                        "(does the client call the model through the episode's key, ep.openai()?)",
+                        self.global_step + 1, batch.info["episodes_without_calls"], sum(len(g) for g in batch.groups))
         uuids = [e.episode_uuid for g in batch.groups for e in g]
         try:
             metrics = await asyncio.to_thread(self.updates.train_step, self.engine, self.job, batch)

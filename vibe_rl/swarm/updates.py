@@ -143,7 +143,9 @@ def build_batch(groups: list[list[CompletedEpisode]], max_abs_reward: float = 1e
         groups_n += adv.num_groups
         all_equal += adv.num_all_equal_groups
     info = {**batch_metrics(kept), "groups": groups_n, "all_equal_groups": all_equal,
-            "rejected_groups": len(rejected)}
+            "rejected_groups": len(rejected),
+            # episodes that never called a model through their key (a client that bypasses ep.openai())
+            "episodes_without_calls": sum(1 for g in kept for ep in g if not ep.turns)}
     return Batch(samples, info, kept, rejected)
 
 
