@@ -86,3 +86,16 @@ def test_full_weights_checkpoint_exports_as_is(tmp_path, tiny_model_dir):
     with pytest.raises(ConfigError, match="not empty"):
         export_checkpoint(checkpoint, out)
     export_checkpoint(checkpoint, out, force=True)  # replaced whole
+
+
+def test_help_and_errors_name_the_real_checkpoint_folders(tmp_path):
+    from typer.testing import CliRunner
+
+    from vibe_rl.cli import get_app
+    from vibe_rl.cli.export import export_checkpoint
+    from vibe_rl.errors import ModelLoadError
+
+    result = CliRunner().invoke(get_app(), ["export", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0 and "step_000005" in result.output and "step_5." not in result.output, result.output
+    with pytest.raises(ModelLoadError, match="step_000005"):
+        export_checkpoint(tmp_path / "nothing", tmp_path / "out")

@@ -25,7 +25,7 @@ def export_checkpoint(checkpoint: Path, out: Path, merge_lora: bool = False, bas
     state_file = checkpoint / "state.json"
     if not state_file.is_file():
         raise ModelLoadError(f"{checkpoint} is not a vibe-rl checkpoint (no state.json). Pass a directory such as "
-                             "<experiment>/checkpoints/step_5.")
+                             "<experiment>/checkpoints/step_000005.")
     if out.exists() and any(out.iterdir()) and not force:
         raise ConfigError(f"{out} is not empty. Pick a new directory or pass --force to replace it.")
     state = json.loads(state_file.read_text())
@@ -68,7 +68,8 @@ def _merge(adapter: Path, base: str, into: Path) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("export")
     def export(
-        checkpoint: Path = typer.Argument(..., help="A checkpoint directory, e.g. <experiment>/checkpoints/step_5."),
+        checkpoint: Path = typer.Argument(..., help=(
+            "A checkpoint directory, e.g. <experiment>/checkpoints/step_000005.")),
         out: Path = typer.Argument(..., help="Where to write the Hugging Face model directory."),
         merge_lora: bool = typer.Option(False, "--merge-lora", help="Merge a LoRA adapter into its base model."),
         base: str = typer.Option(None, "--base", help="Base model of a LoRA checkpoint, if it moved since training."),
