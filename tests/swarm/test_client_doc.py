@@ -1,5 +1,6 @@
 """docs/client.md stays true: its job table is the schema's, and its snippets, pasted into a fresh file,
-train the tiny model on a real server to global step 3."""
+train the tiny model on a real server to global step 3 with rewards that vary, leaving the checkpoint
+that its export section names."""
 
 from __future__ import annotations
 
@@ -39,5 +40,14 @@ def test_a_client_written_from_the_doc_trains_to_step_3(tmp_path, tiny_model_dir
         assert "step 3:" in done.stdout and ", 0 failed" in done.stdout, done.stdout
         with SwarmClient(server.url) as swarm:
             assert swarm.status().global_step == 3
+            updates = [u.model_dump() for u in swarm.updates()]
+        # the toy reward keeps varying: far from saturated, and every update has a group whose rewards differ
+        # (a group whose rewards all agree has zero advantage and teaches nothing)
+        assert all(0.0 < u["reward_mean"] < 0.9 and u["all_equal_groups"] < u["groups"] for u in updates), updates
+        # the export section's checkpoint exists (save_freq: 1) and exports
+        from vibe_rl.cli.export import export_checkpoint
+
+        out = export_checkpoint(tmp_path / "exp" / "checkpoints" / "step_000003", tmp_path / "exported")
+        assert (out / "config.json").is_file()
     finally:
         server.stop()
