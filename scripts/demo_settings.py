@@ -14,18 +14,20 @@ import json
 import sys
 
 # The game of the demo: the family's shaped reward on, and a small table (4 players, one round: 8 calls a
-# game) so a CPU step stays short.
-DEMO_GAME = {"shaped_reward": True, "num_players": 4, "max_rounds": 1}
+# game) so a CPU step stays short. hit_credit 0: the warm start teaches every player one fixed description, so
+# a ballot that names the spy is luck (one chance in three), a term the model cannot learn that only adds noise.
+DEMO_GAME = {"shaped_reward": True, "num_players": 4, "max_rounds": 1, "hit_credit": 0.0}
 # The outcome weighs 0 in the demo (the plan's reward.win and reward.loss): with 8 games an update, a win (about
 # one game in five, whatever the civilians vote) is noise that drowns what the tiny model can learn in minutes.
-REWARD = ("game_engine.shaped_reward with the outcome weighted 0 (reward.win = reward.loss = 0): per game, "
-          "0.5 x the share of the civilians' ballots that named a living player other than the voter (a legal "
-          "vote) + 0.5 x the share that named the spy; from 0 to 1")
+REWARD = ("game_engine.shaped_reward with the outcome weighted 0 (reward.win = reward.loss = 0) and hit_credit 0: "
+          "per game, 0.5 x the share of the civilians' ballots that named a living player other than the voter "
+          "(a legal vote); from 0 to 0.5")
 DEMO_REWARD = {"win": 0.0, "loss": 0.0, "description": REWARD}
 # Server job on CPU (vibe-rl run adds --model tiny; these come after it): 2 tasks x 4 episodes an update, a
-# learning rate that moves the <1M-parameter tiny model within 10 updates, a KL term to the warm start that keeps
+# learning rate that moves the <1M-parameter tiny model within 10 updates (warmed up over 3: Adam's first steps
+# are its largest, and without the warmup most seeds dipped over the first updates), a KL term to the warm start that keeps
 # it from drifting into garbage, and answers capped at 8 tokens (a vote or a description needs 4-5).
-DEMO_SETS = ["train.lr=0.001", "train.batch_size=2", "train.grpo_n=4", "train.kl_coef=0.1",
+DEMO_SETS = ["train.lr=0.001", "train.warmup_steps=3", "train.batch_size=2", "train.grpo_n=4", "train.kl_coef=0.1",
              "rollout.max_tokens=8", "train.save_freq=0"]
 # A short supervised warm start on the game's answer format (see the project's warm_start.py): a quarter
 # descriptions, the rest votes for random legal targets.

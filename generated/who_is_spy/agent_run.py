@@ -67,8 +67,10 @@ VOTE = "Vote out one other player with the `vote` tool."
 
 
 def messages_for(game: Game, player: Player, question: str) -> list[dict]:
-    """The chat messages one player sees when asked `question` (DESCRIBE or VOTE)."""
+    """The chat messages one player sees when asked `question` (DESCRIBE or VOTE; a vote lists its candidates)."""
     seats = ", ".join(f"{p.pid} ({p.name})" for p in game.alive())
+    if question == VOTE:
+        question += " Candidates: " + ", ".join(p.pid for p in game.alive() if p is not player) + "."
     prompt = (f"{public_record(game)}\n\nYou are {player.pid} ({player.name}); your word is '{player.word}'. "
               f"Round {game.round}.\nPlayers alive: {seats}\n{question}")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]

@@ -24,6 +24,7 @@ NUM_SPIES = 1
 MAX_ROUNDS = 6
 SHAPED_REWARD = False
 SHAPING = 0.5  # weight of each dense term of the shaped reward
+HIT_CREDIT = 1.0  # share of SHAPING a civilian ballot that named a spy earns
 
 
 @dataclass
@@ -97,7 +98,7 @@ def outcome_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) -
 
 def shaped_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) -> float:
     """The outcome plus SHAPING x each dense term (every term is a share in [0, 1]):
-    civilians: legal ballots / their ballots, and ballots that named a spy / their ballots;
+    civilians: legal ballots / their ballots, and HIT_CREDIT x ballots that named a spy / their ballots;
     spies: rounds each spy was alive at the vote / rounds played (averaged over the spies)."""
     total = outcome_reward(game, role, win, loss)
     if role == CIVILIAN:
@@ -105,7 +106,7 @@ def shaped_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) ->
         if cast:
             legal = sum(target is not None for target in cast) / len(cast)
             hits = sum(target is not None and game.player(target).role == SPY for target in cast) / len(cast)
-            total += SHAPING * (legal + hits)
+            total += SHAPING * (legal + HIT_CREDIT * hits)
     else:
         played = game.round - 1
         out = {pid: when for when, pid in game.eliminated}

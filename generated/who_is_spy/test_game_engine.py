@@ -4,7 +4,18 @@ import random
 
 import pytest
 
-from game_engine import CIVILIAN, SHAPED_REWARD, SHAPING, SPY, new_game, outcome_reward, shaped_reward, side_reward
+import game_engine
+from game_engine import (
+    CIVILIAN,
+    HIT_CREDIT,
+    SHAPED_REWARD,
+    SHAPING,
+    SPY,
+    new_game,
+    outcome_reward,
+    shaped_reward,
+    side_reward,
+)
 
 
 def make(num_players=5, num_spies=1, max_rounds=5, seed=0):
@@ -95,7 +106,9 @@ def test_ids_are_seats_dealt_at_random():
     assert sorted(p.pid for p in game.players) == [f"player_{i}" for i in range(1, 6)]
 
 
-def test_shaped_reward_credits_legal_ballots_and_hits_on_the_spy():
+@pytest.mark.parametrize("hit_credit", [HIT_CREDIT, 0.0])
+def test_shaped_reward_credits_legal_ballots_and_hits_on_the_spy(monkeypatch, hit_credit):
+    monkeypatch.setattr(game_engine, "HIT_CREDIT", hit_credit)
     game = make(5)  # 1 spy, 4 civilians
     spy, civilians = ids(game, SPY)[0], ids(game, CIVILIAN)
     # two civilians name the spy, one names a civilian, one abstains; the spy's own ballot is not counted
@@ -103,11 +116,11 @@ def test_shaped_reward_credits_legal_ballots_and_hits_on_the_spy():
                spy: civilians[0]}
     assert game.vote(ballots) is None  # a 2-2 tie: nobody is out
     assert outcome_reward(game, CIVILIAN) == 0.0 and game.winner() is None
-    assert shaped_reward(game, CIVILIAN) == SHAPING * (3 / 4 + 2 / 4)
+    assert shaped_reward(game, CIVILIAN) == pytest.approx(SHAPING * (3 / 4 + hit_credit * 2 / 4))
     game.vote(everyone_votes(game, spy))
     assert game.winner() == CIVILIAN
     # 8 civilian ballots over two rounds: 7 legal, 6 on the spy; plus the win
-    assert shaped_reward(game, CIVILIAN) == 1.0 + SHAPING * (7 / 8 + 6 / 8)
+    assert shaped_reward(game, CIVILIAN) == pytest.approx(1.0 + SHAPING * (7 / 8 + hit_credit * 6 / 8))
     # the spy survived round 1 of the 2 played
     assert shaped_reward(game, SPY) == 0.0 + SHAPING * 1 / 2
 

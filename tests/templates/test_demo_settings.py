@@ -23,10 +23,11 @@ def test_the_demo_plan_renders_the_reward_it_states(tmp_path):
     render_project(TaskSpec.model_validate(spec), tmp_path / "demo")
     engine = (tmp_path / "demo" / "game_engine.py").read_text()
     assert "SHAPED_REWARD = True" in engine and "MAX_ROUNDS = 1" in engine and "NUM_PLAYERS = 4" in engine
+    assert "HIT_CREDIT = 0.0" in engine
     win, loss = demo_settings.DEMO_REWARD["win"], demo_settings.DEMO_REWARD["loss"]
     assert f"WIN, LOSS = {win}, {loss}" in (tmp_path / "demo" / "agent_run.py").read_text()
     stated = subprocess.run([sys.executable, str(SETTINGS), "reward"], capture_output=True, text=True, check=True)
-    assert "outcome weighted" in stated.stdout and "legal" in stated.stdout and "spy" in stated.stdout
+    assert "outcome weighted" in stated.stdout and "legal" in stated.stdout and "hit_credit 0" in stated.stdout
 
 
 def test_the_flags_are_well_formed():
