@@ -68,13 +68,13 @@ def main() -> None:
 
     def measure(tag: str) -> None:
         with torch.inference_mode():
-            runner.decode(ids, pos, rows, params, seeds, "fast")[0].tolist()  # capture
+            runner.decode(ids, pos, rows, params, seeds, "fast").result()  # capture
             graph = next(iter(runner._graphs.values())).graph
             out[f"{tag}_replay_ms"] = timed_replays(graph)
             steps = []
             for _ in range(args.repeats):
                 t = time.perf_counter()
-                runner.decode(ids, pos, rows, params, seeds, "fast")[0].tolist()
+                runner.decode(ids, pos, rows, params, seeds, "fast").result()
                 steps.append((time.perf_counter() - t) * 1e3)
             out[f"{tag}_step_ms"] = round(statistics.median(steps), 3)
         out[f"{tag}_tok_s_at_step"] = round(args.batch / out[f"{tag}_step_ms"] * 1e3)
@@ -83,7 +83,8 @@ def main() -> None:
     # The eager step under the profiler: what the graph replays, kernel by kernel.
     nblk = min(runner.max_blocks, 1 << max(4, (nb - 1).bit_length()))
     bucket = next(iter(runner._graphs))[0]
-    inp = torch.zeros(5, bucket, dtype=torch.long, device="cuda")
+    inp = torch.zeros(6, bucket, dtype=torch.long, device="cuda")
+    inp[5] = -1  # every row's token comes from inp[0]
     inp[0, :args.batch], inp[1, :args.batch] = torch.tensor(ids), args.context
     inp[2] = runner.max_rows
     inp[2, :args.batch] = torch.arange(args.batch)

@@ -54,6 +54,47 @@ def test_paged_matches_the_simple_loop(engines, temperature, top_p):
         assert b.finish_reason == a.finish_reason
 
 
+@pytest.mark.parametrize("top_logprobs", [0, 2])
+def test_rows_that_stop_early_while_the_next_step_is_in_flight(engines, top_logprobs, caplog):
+    """The step after a row's stop token was launched before that token was read: its extra token is
+    dropped, its K/V write stays in the row's own blocks, and the other rows are unaffected."""
+    simple, eng = engines
+    ps = prompts(eng.tokenizer, 6)
+    params = [SamplingParams(temperature=1.0, max_tokens=24, seed=i, stop=[stop], top_logprobs=top_logprobs)
+              for i, stop in enumerate(["e", "a", "o", " ", "t", "zzz"])]
+    before = eng.stats.get("wasted_decode_rows", 0)
+    want = [f.result() for f in [simple.submit(p, s) for p, s in zip(ps, params, strict=True)]]
+    got = [f.result() for f in [eng.submit(p, s) for p, s in zip(ps, params, strict=True)]]
+    assert any(g.finish_reason == "stop" for g in want) and any(g.finish_reason == "length" for g in want)
+    for a, b in zip(want, got, strict=True):
+        assert (b.token_ids, b.finish_reason) == (a.token_ids, a.finish_reason)
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs, strict=True)) < 1e-4
+    if top_logprobs == 0:  # the 'dist' mode reads each step before launching the next: nothing is wasted
+        assert eng.stats["wasted_decode_rows"] > before
+    i = next(i for i, g in enumerate(want) if g.finish_reason == "stop")
+    alone = eng.generate(ps[i], params[i])  # the step in flight holds only rows that have ended
+    assert (alone.token_ids, alone.finish_reason) == (want[i].token_ids, "stop")
+    assert not [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]  # no batch failed and was retried
+    # the cache the extra steps wrote into is still right for later calls
+    again = eng.generate(ps[0] + got[0].token_ids, SamplingParams(max_tokens=8, seed=9))
+    assert again.token_ids == simple.generate(ps[0] + got[0].token_ids, SamplingParams(max_tokens=8, seed=9)).token_ids
+
+
+def test_a_row_that_fills_the_context_is_not_fed_past_its_budget(engines):
+    """A row whose budget ends with the step in flight is not fed again (no wasted row), up to the
+    context's last position."""
+    simple, eng = engines
+    ps = prompts(eng.tokenizer, 2)
+    params = [SamplingParams(max_tokens=10_000, seed=3), SamplingParams(max_tokens=300, seed=5)]
+    before = eng.stats.get("wasted_decode_rows", 0)
+    want = [f.result() for f in [simple.submit(p, s) for p, s in zip(ps, params, strict=True)]]
+    got = [f.result() for f in [eng.submit(p, s) for p, s in zip(ps, params, strict=True)]]
+    assert len(got[0].token_ids) == eng.max_model_len - len(ps[0]) and got[0].finish_reason == "length"
+    assert got[1].finish_reason == "length"
+    assert eng.stats.get("wasted_decode_rows", 0) == before
+    assert [g.token_ids for g in got] == [g.token_ids for g in want]
+
+
 def test_a_follow_up_call_reuses_the_cached_prompt_and_answer(engines):
     simple, eng = engines
     tok = eng.tokenizer

@@ -11,7 +11,13 @@ prompt). One loop iteration:
 2. Prefill at most `prefill_chunk` new prompt tokens, oldest request first (a long
    prompt is split over several iterations, so decoding never stalls behind it).
    A sequence whose prompt is complete samples its first token from those logits.
-3. One decode step for every sequence that has a token to feed (a CUDA graph on GPU).
+3. Launch one decode step for every sequence that has a token to feed (a CUDA graph
+   on GPU), then read the tokens of the step launched in the previous iteration: the
+   host's bookkeeping runs while the GPU computes. A sequence still waiting for its
+   last token is fed it on the device (`PagedModel.decode(src=...)`); if that token
+   ends the sequence (eos, a stop string), the extra step's token is dropped. Its K/V
+   write lands in the sequence's own blocks, at the position that token would take.
+   A sequence whose budget ends with the step in flight is not fed again.
 4. Finished rows resolve their futures at once and release their blocks; full
    blocks of prompt and answer stay cached for the next call of the same player.
 
@@ -59,6 +65,19 @@ class _Seq:
         return self.computed < self.prompt_len
 
 
+@dataclass
+class _Launched:
+    """A decode step in flight: its sequences, in batch order, and its `DecodeStep`."""
+
+    seqs: list[_Seq]
+    step: Any
+    mode: str
+    index: dict[int, int] = field(default_factory=dict)  # id(seq) -> its row in the step
+
+    def __post_init__(self) -> None:
+        self.index = {id(s): j for j, s in enumerate(self.seqs)}
+
+
 class PagedGenerator:
     """Owns the paged KV cache; `run` decodes requests (and those `poll` hands over) until all finish."""
 
@@ -94,6 +113,7 @@ class PagedGenerator:
         stats["batches"] = stats.get("batches", 0) + 1
         waiting: deque[Request] = deque(requests)
         running: list[_Seq] = []
+        flight: _Launched | None = None  # the decode step launched last, not read yet
         stream = contextlib.nullcontext()
         if self._stream is not None:
             self._stream.wait_stream(torch.cuda.default_stream(self.runner.device))  # after any queued update
@@ -107,7 +127,7 @@ class PagedGenerator:
                         stats["joined_requests"] = stats.get("joined_requests", 0) + len(joined)
                         waiting.extend(joined)
                     self._admit(waiting, running, stats)
-                    if not running:
+                    if not running and flight is None:
                         if waiting:  # nothing runs, yet the head does not fit: it never will
                             self._refuse(waiting.popleft())
                             continue
@@ -115,9 +135,14 @@ class PagedGenerator:
                     stats["largest_batch"] = max(stats.get("largest_batch", 0), len(running))
                     if any(s.prefilling for s in running):
                         self._prefill(running, version, stats)
-                    ready = [s for s in running if not s.done and not s.prefilling]
-                    if ready:
-                        self._decode(ready, version, stats)
+                    if flight is not None and flight.mode == "dist":  # the next step overwrites its distributions
+                        self._read(flight, version, stats)
+                        flight = None
+                    ready = [s for s in running if not s.done and not s.prefilling and self._may_feed(s, flight)]
+                    launched = self._launch(ready, flight, stats) if ready else None
+                    if flight is not None:
+                        self._read(flight, version, stats)
+                    flight = launched
                     for s in running:
                         if s.done:
                             self._release(s)
@@ -193,18 +218,45 @@ class PagedGenerator:
             finished = [chosen[j] for j in complete]
             self._sample(finished, logits[complete], version, stats)
 
-    def _decode(self, ready: list[_Seq], version: int, stats: dict[str, int]) -> None:
-        rows = [s.row for s in ready]
-        sampled = self.runner.decode(
-            [s.tokens[-1] for s in ready], [len(s.tokens) - 1 for s in ready], [s.slot for s in ready],
-            params=[[r.req.sampling.temperature for r in rows], [r.req.sampling.top_p for r in rows]],
-            seeds=[[r.req.seed for r in rows], [len(r.ids) for r in rows]],
-            mode=sampling_mode([r.req.sampling.top_p for r in rows], [r.req.sampling.top_logprobs for r in rows]))
-        stats["decode_steps"] = stats.get("decode_steps", 0) + 1
+    @staticmethod
+    def _may_feed(s: _Seq, flight: _Launched | None) -> bool:
+        """A sequence in the step in flight gets another step only if its budget has room after that one."""
+        return flight is None or id(s) not in flight.index or len(s.row.ids) + 2 <= s.row.budget
+
+    def _launch(self, ready: list[_Seq], flight: _Launched | None, stats: dict[str, int]) -> _Launched:
+        """Launch one decode step; a sequence in the step in flight is fed that step's token on the device."""
+        ids, pos, src, index = [], [], [], []
         for s in ready:
+            j = flight.index.get(id(s), -1) if flight is not None else -1
+            ahead = int(j >= 0)  # 1: its last token is still on the device
+            ids.append(0 if ahead else s.tokens[-1])
+            pos.append(len(s.tokens) - 1 + ahead)
+            src.append(j)
+            index.append(len(s.row.ids) + ahead)
+        rows = [s.row for s in ready]
+        mode = sampling_mode([r.req.sampling.top_p for r in rows], [r.req.sampling.top_logprobs for r in rows])
+        step = self.runner.decode(
+            ids, pos, [s.slot for s in ready],
+            params=[[r.req.sampling.temperature for r in rows], [r.req.sampling.top_p for r in rows]],
+            seeds=[[r.req.seed for r in rows], index], mode=mode, src=src)
+        stats["decode_steps"] = stats.get("decode_steps", 0) + 1
+        return _Launched(ready, step, mode)
+
+    def _read(self, flight: _Launched, version: int, stats: dict[str, int]) -> None:
+        """Wait for a launched step and record its tokens; rows of sequences that ended meanwhile are dropped."""
+        tokens, logprobs = flight.step.result()
+        live = [j for j, s in enumerate(flight.seqs) if not s.done]
+        stats["wasted_decode_rows"] = stats.get("wasted_decode_rows", 0) + len(flight.seqs) - len(live)
+        if not live:
+            return
+        seqs = [flight.seqs[j] for j in live]
+        for s in seqs:
             s.computed += 1
             self._register(s)
-        self._record(ready, *sampled, version, stats)
+        logp = flight.step.logp
+        if logp is not None and len(live) < len(flight.seqs):
+            logp = logp[live]
+        self._record(seqs, [tokens[j] for j in live], [logprobs[j] for j in live], logp, version, stats)
 
     def _register(self, s: _Seq) -> None:
         """Key every newly completed full block, so later prompts with this prefix share it."""
@@ -223,11 +275,11 @@ class PagedGenerator:
         seeds = torch.tensor([[r.req.seed for r in rows], [len(r.ids) for r in rows]], dtype=torch.long,
                              device=logits.device)
         mode = sampling_mode([r.req.sampling.top_p for r in rows], [r.req.sampling.top_logprobs for r in rows])
-        self._record(seqs, *sample(logits, params, seeds, mode, self.runner.kernels), version, stats)
+        picked, chosen, logp = sample(logits, params, seeds, mode, self.runner.kernels)
+        self._record(seqs, picked.tolist(), chosen.tolist(), logp, version, stats)
 
-    def _record(self, seqs: list[_Seq], picked: Any, chosen: Any, logp: Any, version: int,
+    def _record(self, seqs: list[_Seq], tokens: list[int], token_logprobs: list[float], logp: Any, version: int,
                 stats: dict[str, int]) -> None:
-        tokens, token_logprobs = picked.tolist(), chosen.tolist()  # the one device sync of the step
         rows = [s.row for s in seqs]
         tops = _top_logprobs(logp, rows)
         for s, token, lp, top in zip(seqs, tokens, token_logprobs, tops, strict=True):

@@ -13,9 +13,12 @@ and the sequences as its heads, grouped-query attention needs no head copies.
 * `prefill(segments)`: one eager forward over the new tokens of several sequences
   (each may start after a cached prefix); each segment attends causally to its
   whole context; returns the logits of each segment's last token.
-* `decode(ids, pos, rows)`: one token for each of b sequences. On CUDA the step is
+* `decode(ids, pos, rows, src=...)`: one token for each of b sequences. On CUDA the step is
   captured once per (batch bucket, context bucket) as a CUDA graph and replayed,
-  so a step costs one launch instead of hundreds; elsewhere it runs eagerly.
+  so a step costs one launch instead of hundreds; elsewhere it runs eagerly. It returns
+  a `DecodeStep` at once: the caller launches the next step before reading this one's
+  tokens (a row's input may be "the token the previous step sampled in row j", read on
+  the device), so the host's bookkeeping overlaps the GPU's work.
 
 With `fused_kernels` on a GPU (Triton installed), decode attention reads K/V in place through
 the block tables and norms, RoPE + cache writes and SwiGLU run as fused kernels
@@ -100,6 +103,48 @@ class _Graph:
         self.graph, self.inp, self.params, self.out = graph, inp, params, out
 
 
+class DecodeStep:
+    """A launched decode step. `result()` waits for it and returns (token ids, their logprobs) as lists.
+
+    On CUDA the outputs are copied into pinned host memory as part of the step, so reading them
+    waits for this step only, not for a step launched after it. `logp` (the 'dist' mode's full
+    distributions, else None) lives in the step's output buffers: read it before the next launch.
+    """
+
+    def __init__(self, picked: Any, chosen: Any, logp: Any, b: int, host: tuple[Any, Any, Any] | None = None):
+        self.picked, self.chosen, self.logp, self.b, self.host = picked[:b], chosen[:b], logp, b, host
+        if host is not None:
+            tokens, logprobs, done = host
+            tokens[:b].copy_(self.picked, non_blocking=True)
+            logprobs[:b].copy_(self.chosen.float(), non_blocking=True)
+            done.record()
+
+    def result(self) -> tuple[list[int], list[float]]:
+        if self.host is None:
+            return self.picked.tolist(), self.chosen.tolist()
+        tokens, logprobs, done = self.host
+        done.synchronize()
+        return tokens[:self.b].tolist(), logprobs[:self.b].tolist()
+
+
+class _Staging:
+    """Two sets of pinned host buffers, used in turn: a step's inputs and outputs stay untouched while
+    the next step is prepared (one step in flight at most)."""
+
+    def __init__(self, size: int):
+        torch = require("torch")
+        self.sets = [(torch.zeros(6 * size, dtype=torch.long, pin_memory=True),  # viewed as (6, bucket)
+                      torch.zeros(2 * size, dtype=torch.float32, pin_memory=True),  # viewed as (2, bucket)
+                      torch.zeros(size, dtype=torch.long, pin_memory=True),
+                      torch.zeros(size, dtype=torch.float32, pin_memory=True),
+                      torch.cuda.Event()) for _ in range(2)]
+        self.turn = 0
+
+    def next(self) -> tuple[Any, Any, Any, Any, Any]:
+        self.turn ^= 1
+        return self.sets[self.turn]
+
+
 class PagedModel:
     """KV tensors plus the forward passes that read and write them."""
 
@@ -140,6 +185,9 @@ class PagedModel:
         self.use_graphs = cuda_graphs and self.device.type == "cuda"
         self._graphs: dict[tuple[int, int, str], _Graph] = {}
         self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
+        size = max(max_rows, BATCH_BUCKETS[-1])
+        self._last = torch.zeros(size, dtype=torch.long, device=self.device)  # the last decode step's sampled ids
+        self._staging = _Staging(size) if self.device.type == "cuda" else None
 
     @property
     def bytes_per_block(self) -> int:
@@ -329,10 +377,9 @@ class PagedModel:
 
     # ---- decode ---------------------------------------------------------------------------
 
-    def _decode(self, inp: Any, nblk: int) -> Any:
-        """inp (3, b): token ids, positions, row slots -> next-token logits (b, V). Graph-safe."""
+    def _decode(self, ids: Any, pos: Any, rows: Any, nblk: int) -> Any:
+        """Token ids, positions, row slots (b,) -> next-token logits (b, V). Graph-safe."""
         torch = require("torch")
-        ids, pos, rows = inp[0], inp[1], inp[2]
         bs, length = self.block_size, nblk * self.block_size
         table = self.tables[rows, :nblk]  # (b, nblk)
         write = table.gather(1, (pos // bs)[:, None])[:, 0] * bs + pos % bs  # (b,)
@@ -358,36 +405,47 @@ class PagedModel:
         return self.lm_head(self._layers(ids, pos, write, attend))  # (b, V)
 
     def decode(self, ids: list[int], pos: list[int], rows: list[int], params: list[list[float]],
-               seeds: list[list[int]], mode: str = "dist") -> tuple[Any, Any, Any]:
-        """One decode step for b sequences, sampled -> (token ids (b,), logprobs (b,), distributions (b, V)
-        or None in the 'fast' mode; see `sampling_mode`).
+               seeds: list[list[int]], mode: str = "dist", src: list[int] | None = None) -> DecodeStep:
+        """Launch one decode step for b sequences, sampled; see `DecodeStep` for its results (token ids,
+        their logprobs, and the distributions (b, V) in the 'dist' mode of `sampling_mode`).
 
-        params = [temperatures, top_ps], seeds = [seeds, token indices], each of length b.
+        params = [temperatures, top_ps], seeds = [seeds, token indices], each of length b. src[i] >= 0
+        feeds row i the token that the previous decode step sampled in its row src[i] (ids[i] is then
+        ignored): the caller need not wait for that step's results before launching this one.
         """
         torch = require("torch")
         b = len(ids)
+        src = src if src is not None else [-1] * b
         need = -(-(max(pos) + 1) // self.block_size)
         if not self.use_graphs:
-            inp = torch.tensor([ids, pos, rows], dtype=torch.long).to(self.device)
-            logits = self._decode(inp, need)
-            return sample(logits, torch.tensor(params, device=self.device),
-                          torch.tensor(seeds, dtype=torch.long, device=self.device), mode, self.kernels)
+            inp = torch.tensor([ids, pos, rows, *seeds, src], dtype=torch.long).to(self.device)
+            out = self._step(inp, torch.tensor(params, device=self.device), need, mode)
+            return DecodeStep(*out, b, self._staging.next()[2:] if self._staging is not None else None)
         bucket = next((x for x in BATCH_BUCKETS if x >= b), b)
         nblk = min(self.max_blocks, 1 << max(4, (need - 1).bit_length()))  # contexts of 256, 512, ... tokens
         graph = self._graphs.get((bucket, nblk, mode)) or self._capture(bucket, nblk, mode)
         if graph is None:  # capture failed: decode eagerly from now on
-            return self.decode(ids, pos, rows, params, seeds, mode)
+            return self.decode(ids, pos, rows, params, seeds, mode, src)
         pad = bucket - b
-        graph.inp.copy_(torch.tensor([ids + [0] * pad, pos + [0] * pad, rows + [self.max_rows] * pad,
-                                      seeds[0] + [0] * pad, seeds[1] + [0] * pad], dtype=torch.long),
-                        non_blocking=True)
-        graph.params.copy_(torch.tensor([params[0] + [1.0] * pad, params[1] + [1.0] * pad]), non_blocking=True)
+        staging = self._staging.next()
+        host_inp, host_params = staging[0][:6 * bucket].view(6, bucket), staging[1][:2 * bucket].view(2, bucket)
+        host_inp.copy_(torch.tensor([ids + [0] * pad, pos + [0] * pad, rows + [self.max_rows] * pad,
+                                     seeds[0] + [0] * pad, seeds[1] + [0] * pad, src + [-1] * pad], dtype=torch.long))
+        host_params.copy_(torch.tensor([params[0] + [1.0] * pad, params[1] + [1.0] * pad]))
+        graph.inp.copy_(host_inp, non_blocking=True)  # pinned: the copy never waits for the step in flight
+        graph.params.copy_(host_params, non_blocking=True)
         graph.graph.replay()
         picked, chosen, logp = graph.out
-        return picked[:b], chosen[:b], None if logp is None else logp[:b]
+        return DecodeStep(picked, chosen, None if logp is None else logp[:b], b, staging[2:])
 
     def _step(self, inp: Any, params: Any, nblk: int, mode: str) -> tuple[Any, Any, Any]:
-        return sample(self._decode(inp[:3], nblk), params, inp[3:], mode, self.kernels)
+        """inp (6, b): ids, positions, row slots, seeds, token indices, source rows (-1: use ids)."""
+        torch = require("torch")
+        src = inp[5]
+        ids = torch.where(src >= 0, self._last[src.clamp(min=0)], inp[0])
+        out = sample(self._decode(ids, inp[1], inp[2], nblk), params, inp[3:5], mode, self.kernels)
+        self._last[:ids.shape[0]].copy_(out[0])
+        return out
 
     def _capture(self, bucket: int, nblk: int, mode: str) -> _Graph | None:
         try:
@@ -401,8 +459,9 @@ class PagedModel:
 
     def _try_capture(self, bucket: int, nblk: int, mode: str) -> _Graph:
         torch = require("torch")
-        inp = torch.zeros(5, bucket, dtype=torch.long, device=self.device)
+        inp = torch.zeros(6, bucket, dtype=torch.long, device=self.device)
         inp[2] = self.max_rows  # every row pads: writes go to scratch while warming up and capturing
+        inp[5] = -1
         params = torch.ones(2, bucket, device=self.device)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
