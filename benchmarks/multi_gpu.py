@@ -101,12 +101,16 @@ def single(args) -> dict:
     """Today's path: one process, one model that trains in place (TorchEngine's grpo_step call)."""
     import torch
 
+    from vibe_rl.engine.loader import enable_checkpointing
     from vibe_rl.rl.grpo import grpo_step
     from vibe_rl.schema import TrainConfig
 
-    cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples)
+    cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples,
+                      gradient_checkpointing=args.gradient_checkpointing)
     dev = "cuda" if on_gpu() else "cpu"
     model = build_model(args.shape, dev)
+    if args.gradient_checkpointing:  # as TorchEngine does for train.gradient_checkpointing
+        enable_checkpointing(model)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
     batch = make_batch(args.samples, args.tokens)
     step_s, peak, (metrics, applied) = timed(
@@ -124,7 +128,8 @@ def sharded(args) -> dict | None:
     from vibe_rl.schema import TrainConfig
 
     env = distributed.init_from_env()
-    cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples)
+    cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples,
+                      gradient_checkpointing=args.gradient_checkpointing)
     trainer = ShardedTrainer(build_model(args.shape, env.device), cfg, env, pad_id=0, max_model_len=args.tokens + 8,
                              grad_sync=args.grad_sync, reshard_after_forward=not args.keep_gathered)
     batch = make_batch(args.samples, args.tokens)
@@ -174,7 +179,7 @@ def launch(args, gpus: int, variant: str = "auto") -> dict:
         child = [__file__, "--child", "--shape", args.shape, "--samples", str(args.samples), "--tokens",
                  str(args.tokens), "--steps", str(args.steps), "--micro-batch-size", str(mb if gpus > 1 else
                  args.micro_batch_size), "--grad-sync", mode, *(["--keep-gathered"] if keep else []),
-                 "--out", str(out)]
+                 *(["--gradient-checkpointing"] if args.gradient_checkpointing else []), "--out", str(out)]
         if gpus == 1:
             cmd = [sys.executable, *child]
         else:
@@ -200,6 +205,8 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--steps", type=int, default=3, help="steps per configuration (the first is a warm-up)")
     ap.add_argument("--micro-batch-size", type=int, default=4)
+    ap.add_argument("--gradient-checkpointing", action="store_true",
+                    help="train.gradient_checkpointing on every run (1 GPU and N GPUs alike)")
     ap.add_argument("--variants", default="auto", help=(
         "N-GPU trainer settings to compare, comma-separated; each a +-joined list of auto|step|micro_batch "
         "(gradient sync), keep (no reshard after forward), mbN (micro-batch size); default: auto"))
@@ -219,7 +226,7 @@ def main() -> None:
         variant_options(v, args.micro_batch_size)  # fail fast on a typo
     runs = [launch(args, g, v) for g in (int(x) for x in args.gpus.split(",")) for v in (variants if g > 1 else [""])]
     report = {"benchmark": "multi_gpu", "shape": args.shape, "samples": args.samples, "tokens": args.tokens,
-              "micro_batch_size": args.micro_batch_size, "runs": runs}
+              "micro_batch_size": args.micro_batch_size, "gradient_checkpointing": args.gradient_checkpointing, "runs": runs}
     one = next((r for r in runs if r.get("gpus") == 1 and "error" not in r), None)
     if one is not None and not one["peak_gb_per_gpu"][0]:  # CPU smoke run: no memory figures
         one = None

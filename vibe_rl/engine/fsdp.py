@@ -37,6 +37,7 @@ import os
 from typing import Any
 
 from vibe_rl.engine.distributed import DistEnv
+from vibe_rl.engine.loader import enable_checkpointing
 from vibe_rl.engine.sharding import merge_metrics, split_batch
 from vibe_rl.errors import ConfigError
 from vibe_rl.extras import require
@@ -126,7 +127,7 @@ class ShardedTrainer:
         self.last_grad_syncs = 0  # backward passes of the last step that reduced gradients
         self.last_sync_mode = ""  # what the last step did: "step" or "micro_batch"
         if getattr(train_config, "gradient_checkpointing", False):
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            enable_checkpointing(model)
             model.config.use_cache = False
         mesh = init_device_mesh(env.device_type, (env.world_size,))
         policy = MixedPrecisionPolicy(reduce_dtype=torch.float32)

@@ -98,3 +98,13 @@ def load_causal_lm(path: Path, device: str, dtype: Any) -> Any:
             "(config.json plus *.safetensors or pytorch_model.bin)."
         ) from exc
     return model.to(device)
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Recompute each decoder layer's activations in backward (train mode only); non-reentrant, so
+    frozen embeddings (LoRA) need no input-grad hook. transformers >= 5.2x names it activation checkpointing."""
+    kwargs = {"use_reentrant": False}
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)

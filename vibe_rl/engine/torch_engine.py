@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from vibe_rl.engine.base import Generation, SamplingParams, TokenCallback
 from vibe_rl.engine.generate import Request, generate_batch
 from vibe_rl.engine.loader import (
+    enable_checkpointing,
     load_causal_lm,
     load_tokenizer,
     resolve_device,
@@ -65,6 +66,8 @@ class TorchEngine:
         self.model = load_causal_lm(self.path, self.device, self.dtype)  # first: its errors say more
         self.tokenizer = load_tokenizer(self.path)
         self.lora = trainable and config.lora.rank > 0
+        if trainable and self.train_config.gradient_checkpointing:  # active in grpo_step's train() mode only
+            enable_checkpointing(self.model)
         if self.lora:
             self.model = _wrap_lora(self.model, config)
         self.model.eval()

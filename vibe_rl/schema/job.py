@@ -73,7 +73,7 @@ class TrainConfig(BaseModel):
     micro_batch_size: int = Field(default=4, ge=1, description="Sequences per forward/backward")
     gradient_checkpointing: bool = Field(default=False, description=(
         "Recompute each decoder layer's activations in the backward pass: less memory, about a third more "
-        "compute (applied by the multi-GPU FSDP2 trainer)"))
+        "compute (one GPU and the multi-GPU FSDP2 trainer alike)"))
     max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient norm clip")
     max_samples: int = Field(default=256, ge=1, description="Cap on samples per update; extra ones are dropped and counted")
     save_freq: int = Field(default=5, ge=0, description="Checkpoint every N steps (0: never)")
