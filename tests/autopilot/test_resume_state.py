@@ -99,6 +99,12 @@ def test_signals_first_nonzero_gradient_streak_and_unparseable_answers(tmp_path)
     store.close()
     assert signals.first_signal(signals.updates_since(root, "server1", 0)) == 5
     assert signals.first_signal(signals.updates_since(root, "server1", 5)) is None  # counted from the start step
+    store = Store(root / "experiments" / "server1" / "swarm.sqlite")
+    for step in (6, 7, 8):  # rewards now differ within groups: unparseable answers are no longer the story
+        store.record_update(step, {"groups": 2, "all_equal_groups": 0})
+    store.close()
+    notes = signals.health_notes(root, statuses, {"server1": ServerProgress("u", "s", start_step=0)}, Spec)
+    assert not any("parseable tool call" in n for n in notes)
 
 
 def test_status_reports_a_finished_a_running_and_a_dead_run(tmp_path):

@@ -15,6 +15,7 @@ ABORT_RATIO = 3  # aborted >= ABORT_RATIO x completed (and at least ABORT_MIN) i
 ABORT_MIN = 6
 UNPARSEABLE_SHARE = 0.5  # flagged above this share of trainable answers (at least UNPARSEABLE_MIN of them)
 UNPARSEABLE_MIN = 8
+FLAT_WINDOW, FLAT_SHARE = 5, 0.5  # ... and only while at least half of the last 5 updates had zero gradient
 ZERO_STREAK = 3  # this many zero-gradient updates in a row is flagged
 
 
@@ -80,7 +81,9 @@ def health_notes(root: Path, statuses: dict[str, dict[str, Any]], progress: dict
                          "the episode code raises (see the client log), or self-play opens one episode per seat "
                          "and aborts seats that never act; make every opened episode end with a reward, or open "
                          "episodes only for seats that will act")
-        if spec.constraints.use_openai_sdk_tools:
+        recent = updates_since(root, name, prog.start_step if prog else 0)[-FLAT_WINDOW:]
+        flat = not recent or sum(zero_gradient(u) for u in recent) >= FLAT_SHARE * len(recent)
+        if spec.constraints.use_openai_sdk_tools and flat:  # rewards that still differ: the answers carry signal
             bad, total = unparseable_share(root, name)
             if total >= UNPARSEABLE_MIN and bad / total > UNPARSEABLE_SHARE:
                 notes.append(f"{name}: {bad} of the latest {total} model answers hold no parseable tool call. Where "
