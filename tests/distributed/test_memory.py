@@ -33,6 +33,7 @@ def test_parameter_count_of_published_shapes():
 def test_size_from_the_name_when_the_path_is_elsewhere():
     assert params_from_name("/models/Qwen2.5-14B-Instruct") == 14_000_000_000
     assert params_from_name("Qwen/Qwen2.5-0.5B") == 500_000_000
+    assert params_from_name("/tmp/qwen05b") == 500_000_000  # not 5B
     assert params_from_name("SmolLM2-360M-Instruct") == 360_000_000
     assert params_from_name("gpt2") is None
     assert count_parameters("/nowhere/Llama-3.1-8B")[0] == 8_000_000_000

@@ -48,11 +48,14 @@ def params_from_config(config: dict[str, Any]) -> int | None:
 
 
 def params_from_name(name: str) -> int | None:
-    """'Qwen2.5-14B-Instruct' -> 14e9, 'SmolLM-360M' -> 360e6; None when the name carries no size."""
+    """'Qwen2.5-14B-Instruct' -> 14e9, 'SmolLM-360M' -> 360e6, 'qwen05b' -> 0.5e9 (a leading zero is a
+    decimal point, as in folder names without dots); None when the name carries no size."""
     found = _SIZE.findall(Path(name).name)
     if not found:
         return None
     number, unit = found[-1]
+    if len(number) > 1 and number.startswith("0") and "." not in number:
+        number = "0." + number[1:]
     return int(float(number) * (1e9 if unit in "bB" else 1e6))
 
 
