@@ -77,3 +77,23 @@ def test_gpu_grpo_learns_and_checkpoints(tiny_model_dir, tmp_path, lora_rank):
         assert engine.version == len(history)
     finally:
         engine.close()
+
+
+def test_gpu_gradient_checkpointing_on_a_real_shape(tmp_path):
+    """bf16, a 0.5B Qwen2.5 shape (head_dim 64, the SDPA kernels a real model gets): the recompute in
+    backward must run under the forward's attention backends, or checkpointing refuses the mismatch."""
+    from vibe_rl.engine import load_engine
+    from vibe_rl.engine.shapes import build_random_model
+    from vibe_rl.rl.samples import Sample
+    from vibe_rl.schema import EngineConfig, TrainConfig
+
+    build_random_model("0.5b", tmp_path, vocab="tokenizer", device="cuda")
+    engine = load_engine(EngineConfig(path=str(tmp_path), device="cuda", max_model_len=512),
+                         TrainConfig(lr=1e-5, micro_batch_size=4, gradient_checkpointing=True))
+    try:
+        samples = [Sample(input_ids=list(range(300, 300 + n)), loss_mask=[0] * 20 + [1] * (n - 20),
+                          old_logprobs=[-3.0] * n, advantage=a) for n, a in ((90, 1.0), (120, -1.0), (64, 1.0))]
+        metrics = engine.train(samples)
+        assert metrics["nan_skipped"] == 0 and engine.version == 1
+    finally:
+        engine.close()

@@ -103,7 +103,12 @@ def load_causal_lm(path: Path, device: str, dtype: Any) -> Any:
 def enable_checkpointing(model: Any) -> None:
     """Recompute each decoder layer's activations in backward (train mode only); non-reentrant, so
     frozen embeddings (LoRA) need no input-grad hook. transformers >= 5.2x names it activation checkpointing."""
-    kwargs = {"use_reentrant": False}
+    from vibe_rl.rl.batch import stable_attention
+
+    # The recompute in backward runs outside the forward's SDPA backend choice (`stable_attention`); on a
+    # GPU it then picked cuDNN where the forward had used the memory-efficient kernel, and checkpointing
+    # refused the mismatch (seen on an H200). context_fn puts both passes under the same choice.
+    kwargs = {"use_reentrant": False, "context_fn": lambda: (stable_attention(), stable_attention())}
     if hasattr(model, "activation_checkpointing_enable"):
         model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
     else:
