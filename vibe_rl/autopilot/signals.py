@@ -73,15 +73,15 @@ def health_notes(root: Path, statuses: dict[str, dict[str, Any]], progress: dict
     for name, st in statuses.items():
         pool = st.get("pool") or {}
         prog = progress.get(name)
-        completed = int(pool.get("completed_episodes") or 0) + sum(
-            int(u.get("episodes") or 0) for u in updates_since(root, name, prog.start_step if prog else 0))
+        updates = updates_since(root, name, prog.start_step if prog else 0)  # this run's, oldest first
+        completed = int(pool.get("completed_episodes") or 0) + sum(int(u.get("episodes") or 0) for u in updates)
         aborted = int(pool.get("aborted_episodes") or 0)
         if aborted >= ABORT_MIN and aborted >= ABORT_RATIO * max(completed, 1):
             notes.append(f"{name}: {aborted} episodes were aborted but only {completed} completed. Likely cause: "
                          "the episode code raises (see the client log), or self-play opens one episode per seat "
                          "and aborts seats that never act; make every opened episode end with a reward, or open "
                          "episodes only for seats that will act")
-        recent = updates_since(root, name, prog.start_step if prog else 0)[-FLAT_WINDOW:]
+        recent = updates[-FLAT_WINDOW:]
         flat = not recent or sum(zero_gradient(u) for u in recent) >= FLAT_SHARE * len(recent)
         if spec.constraints.use_openai_sdk_tools and flat:  # rewards that still differ: the answers carry signal
             bad, total = unparseable_share(root, name)
@@ -94,7 +94,7 @@ def health_notes(root: Path, statuses: dict[str, dict[str, Any]], progress: dict
                              "format (the CPU tiny model almost never does); `vibe-rl play DIR` shows the answers")
         if prog is not None:
             streak = 0
-            for u in updates_since(root, name, prog.start_step):
+            for u in updates:
                 streak = streak + 1 if zero_gradient(u) else 0
             if streak >= ZERO_STREAK:
                 notes.append(f"{name}: the last {streak} updates had zero gradient (every GRPO group had equal "
