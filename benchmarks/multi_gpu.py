@@ -19,6 +19,11 @@ Prints one JSON object (plus `scaling` ratios against the 1-GPU run when both ra
 `keep` (reshard_after_forward off for the decoder layers: no all-gather in backward, more memory)
 and `mbN` (N sequences per micro-batch on every rank). E.g. `--variants micro_batch,step,step+keep,auto+mb8`.
 Each N-GPU run reports the sync mode its steps used (`grad_sync`) and its synced backwards per step.
+
+`--sharded-one` also runs the sharded trainer as a group of one process on one GPU: the FSDP2
+machinery (hooks, copies, collectives of one rank) without another GPU, so its cost can be told
+apart from the cost of talking to other GPUs. `--profile DIR` writes, per run, the torch profiler's
+table of one step (CPU and GPU time per operator) and the GPU's busy share of that step.
 """
 
 from __future__ import annotations
@@ -97,6 +102,28 @@ def timed(fn, steps: int, device) -> tuple[float, float, dict]:
     return statistics.median(times), torch.cuda.max_memory_allocated(device) / 2**30 if gpu else 0.0, out
 
 
+def profiled(fn, args, tag: str) -> None:
+    """One more call of `fn` under torch.profiler -> DIR/<tag>.txt (operator table + GPU busy share)."""
+    if not args.profile:
+        return
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu() else [])
+    t0 = time.perf_counter()
+    with profile(activities=activities) as prof:
+        fn()
+        if on_gpu():
+            torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    events = prof.key_averages()
+    gpu_us = sum(getattr(e, "self_device_time_total", 0) for e in events)
+    table = events.table(sort_by="self_device_time_total" if on_gpu() else "self_cpu_time_total", row_limit=40)
+    Path(args.profile).mkdir(parents=True, exist_ok=True)
+    (Path(args.profile) / f"{tag}.txt").write_text(
+        f"wall {wall:.3f} s, GPU kernel time {gpu_us / 1e6:.3f} s (summed over streams)\n{table}\n")
+
+
 def single(args) -> dict:
     """Today's path: one process, one model that trains in place (TorchEngine's grpo_step call)."""
     import torch
@@ -115,6 +142,8 @@ def single(args) -> dict:
     batch = make_batch(args.samples, args.tokens)
     step_s, peak, (metrics, applied) = timed(
         lambda: grpo_step(model, opt, batch, cfg, pad_id=0, device=dev, max_len=args.tokens + 8), args.steps, 0)
+    profiled(lambda: grpo_step(model, opt, batch, cfg, pad_id=0, device=dev, max_len=args.tokens + 8), args,
+             f"single_mb{args.micro_batch_size}")
     return {"gpus": 1, "step_s": round(step_s, 3), "tokens_per_s": round(args.samples * args.tokens / step_s),
             "peak_gb_per_gpu": [round(peak, 2)], "loss": metrics["loss"], "applied": applied}
 
@@ -135,6 +164,7 @@ def sharded(args) -> dict | None:
     batch = make_batch(args.samples, args.tokens)
     dev = torch.device(env.device)
     train_s, train_peak, m1 = timed(lambda: trainer.step(batch), args.steps, dev)
+    profiled(lambda: trainer.step(batch), args, f"sharded{env.world_size}_mb{args.micro_batch_size}_r{env.rank}")
     replica = build_model(args.shape, env.device).requires_grad_(False)
     trainer.sync_replica(replica)
     both_s, both_peak, m2 = timed(lambda: trainer.step(batch, replica=replica), args.steps, dev)
@@ -148,7 +178,7 @@ def sharded(args) -> dict | None:
     if env.rank != 0:
         return None
     n = env.world_size
-    return {"gpus": n, "step_s": round(both_s, 3), "tokens_per_s": round(args.samples * args.tokens / both_s),
+    return {"gpus": n, **({"variant": "fsdp"} if n == 1 else {}), "step_s": round(both_s, 3), "tokens_per_s": round(args.samples * args.tokens / both_s),
             "peak_gb_per_gpu": [round(p[1], 2) for p in peaks], "replica_sync_s": round(sync_s, 3),
             "train_only": {"step_s": round(train_s, 3), "tokens_per_s": round(args.samples * args.tokens / train_s),
                            "peak_gb_per_gpu": [round(p[0], 2) for p in peaks]},
@@ -172,15 +202,16 @@ def variant_options(variant: str, micro_batch_size: int) -> tuple[str, bool, int
     return mode, keep, mb
 
 
-def launch(args, gpus: int, variant: str = "auto") -> dict:
+def launch(args, gpus: int, variant: str = "auto", sharded_one: bool = False) -> dict:
     mode, keep, mb = variant_options(variant, args.micro_batch_size)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         child = [__file__, "--child", "--shape", args.shape, "--samples", str(args.samples), "--tokens",
-                 str(args.tokens), "--steps", str(args.steps), "--micro-batch-size", str(mb if gpus > 1 else
-                 args.micro_batch_size), "--grad-sync", mode, *(["--keep-gathered"] if keep else []),
-                 *(["--gradient-checkpointing"] if args.gradient_checkpointing else []), "--out", str(out)]
-        if gpus == 1:
+                 str(args.tokens), "--steps", str(args.steps), "--micro-batch-size", str(mb if gpus > 1 or sharded_one
+                 else args.micro_batch_size), "--grad-sync", mode, *(["--keep-gathered"] if keep else []),
+                 *(["--gradient-checkpointing"] if args.gradient_checkpointing else []),
+                 *(["--profile", str(Path(args.profile).resolve())] if args.profile else []), "--out", str(out)]
+        if gpus == 1 and not sharded_one:
             cmd = [sys.executable, *child]
         else:
             from vibe_rl.engine.distributed import free_port
@@ -197,6 +228,19 @@ def launch(args, gpus: int, variant: str = "auto") -> dict:
         return result if gpus == 1 else {"variant": variant, **result}
 
 
+def all_runs(args, variants: list[str]) -> list[dict]:
+    """The single-process run for a count of 1, each variant for N > 1, and the FSDP2 group of one when asked."""
+    runs = []
+    for gpus in (int(x) for x in args.gpus.split(",")):
+        if gpus == 1:
+            runs.append(launch(args, 1))
+            if args.sharded_one:
+                runs += [{**launch(args, 1, v, sharded_one=True), "variant": f"fsdp+{v}"} for v in variants]
+        else:
+            runs += [launch(args, gpus, v) for v in variants]
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="7b", choices=["0.5b", "1.5b", "3b", "7b", "14b", "smoke"])
@@ -210,6 +254,9 @@ def main() -> None:
     ap.add_argument("--variants", default="auto", help=(
         "N-GPU trainer settings to compare, comma-separated; each a +-joined list of auto|step|micro_batch "
         "(gradient sync), keep (no reshard after forward), mbN (micro-batch size); default: auto"))
+    ap.add_argument("--sharded-one", action="store_true",
+                    help="with a count of 1: also run the FSDP2 trainer as a group of one (its own overhead)")
+    ap.add_argument("--profile", metavar="DIR", help="write one profiled step per run to DIR/<run>.txt")
     ap.add_argument("--grad-sync", default="auto", help=argparse.SUPPRESS)
     ap.add_argument("--keep-gathered", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -224,15 +271,15 @@ def main() -> None:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()] or ["auto"]
     for v in variants:
         variant_options(v, args.micro_batch_size)  # fail fast on a typo
-    runs = [launch(args, g, v) for g in (int(x) for x in args.gpus.split(",")) for v in (variants if g > 1 else [""])]
+    runs = all_runs(args, variants)
     report = {"benchmark": "multi_gpu", "shape": args.shape, "samples": args.samples, "tokens": args.tokens,
               "micro_batch_size": args.micro_batch_size, "gradient_checkpointing": args.gradient_checkpointing, "runs": runs}
-    one = next((r for r in runs if r.get("gpus") == 1 and "error" not in r), None)
+    one = next((r for r in runs if r.get("gpus") == 1 and "variant" not in r and "error" not in r), None)
     if one is not None and not one["peak_gb_per_gpu"][0]:  # CPU smoke run: no memory figures
         one = None
     for r in runs:
         if one is not None and r is not one and "error" not in r:
-            key = f"{r['gpus']}_vs_1" + (f"_{r['variant']}" if len(variants) > 1 else "")
+            key = f"{r['gpus']}_vs_1" + (f"_{r['variant']}" if len(variants) > 1 or r["gpus"] == 1 else "")
             report.setdefault("scaling", {})[key] = {
                 "throughput_ratio": round(r["tokens_per_s"] / one["tokens_per_s"], 3),
                 "train_only_throughput_ratio": round(r["train_only"]["tokens_per_s"] / one["tokens_per_s"], 3),
