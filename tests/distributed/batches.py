@@ -6,11 +6,12 @@ import random
 
 TOLERANCE = 1e-5  # relative, fp32 on CPU: sharded and single-process losses differ only by float rounding
 LR, MICRO_BATCH, MAX_LEN = 1e-2, 2, 256
-SCENARIOS = {  # name -> (lora rank, kl_coef, gradient checkpointing)
-    "full": (0, 0.0, False),
-    "lora": (4, 0.0, False),
-    "kl": (0, 0.1, False),
-    "checkpointing": (0, 0.0, True),
+SCENARIOS = {  # name -> (lora rank, kl_coef, gradient checkpointing, micro-batch token budget)
+    "full": (0, 0.0, False, 0),
+    "lora": (4, 0.0, False, 0),
+    "kl": (0, 0.1, False, 0),
+    "checkpointing": (0, 0.0, True, 0),
+    "token_budget": (0, 0.0, False, 64),  # 2-6 rows a pass: the ranks' own cuts differ, their pass counts may not
 }
 
 
@@ -34,10 +35,11 @@ def batch(seed: int, n: int = 10) -> list:
 def configs(model_path: str, scenario: str):
     from vibe_rl.schema import EngineConfig, LoraConfig, TrainConfig
 
-    rank, kl, checkpointing = SCENARIOS[scenario]
+    rank, kl, checkpointing, tokens = SCENARIOS[scenario]
     engine = EngineConfig(path=model_path, device="cpu", max_model_len=MAX_LEN, lora=LoraConfig(rank=rank, alpha=8),
                           generator="simple")
-    return engine, TrainConfig(lr=LR, micro_batch_size=MICRO_BATCH, kl_coef=kl, gradient_checkpointing=checkpointing)
+    return engine, TrainConfig(lr=LR, micro_batch_size=MICRO_BATCH, kl_coef=kl, gradient_checkpointing=checkpointing,
+                               micro_batch_tokens=tokens)
 
 
 def nan_loss_batch() -> list:

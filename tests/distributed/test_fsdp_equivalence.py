@@ -87,8 +87,9 @@ def micro_batches_per_rank(samples: list) -> int:
     from vibe_rl.engine.sharding import split_batch
 
     _, train_cfg = configs("tiny", "full")
-    split = split_batch(samples, 2, MAX_LEN, train_cfg.max_samples, False, 0)
-    return math.ceil(sum(s.advantage != 0.0 for s in split.shards[0]) / MICRO_BATCH)
+    split = split_batch(samples, 2, MAX_LEN, train_cfg.max_samples, False, 0, MICRO_BATCH)
+    assert split.passes == math.ceil(max(sum(s.advantage != 0.0 for s in shard) for shard in split.shards) / MICRO_BATCH)
+    return split.passes
 
 
 def close(a: float, b: float) -> bool:

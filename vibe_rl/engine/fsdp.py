@@ -74,13 +74,14 @@ def _grad_scale_fn() -> Any:
     return GradScale
 
 
-def run_grpo(trainer: Any, samples: list[Any]) -> tuple[dict[str, float], bool]:
-    """`vibe_rl.rl.grpo.grpo_step` on this rank's samples -> (metrics, applied)."""
+def run_grpo(trainer: Any, samples: list[Any], passes: int) -> tuple[dict[str, float], bool]:
+    """`vibe_rl.rl.grpo.grpo_step` on this rank's samples, in `passes` micro-batches -> (metrics, applied)."""
     from vibe_rl.rl.grpo import grpo_step
 
     return grpo_step(trainer.model, trainer.optimizer, samples, trainer.train_config, pad_id=trainer.pad_id,
                      device=trainer.env.device, max_len=trainer.max_model_len, ref_model=trainer.ref_model,
-                     version=trainer.version, step=trainer.step_count, on_micro_batch=trainer.on_micro_batch)
+                     version=trainer.version, step=trainer.step_count, on_micro_batch=trainer.on_micro_batch,
+                     passes=passes)
 
 
 def _fsdp_modules(model: Any) -> list[Any]:
@@ -208,7 +209,8 @@ class ShardedTrainer:
         """One GRPO update on the whole batch (every rank passes the same list); then re-sync `replica`."""
         cfg = self.train_config
         kl_on = cfg.kl_coef > 0
-        split = split_batch(samples, self.env.world_size, self.max_model_len, cfg.max_samples, kl_on, self.pad_id)
+        split = split_batch(samples, self.env.world_size, self.max_model_len, cfg.max_samples, kl_on, self.pad_id,
+                            cfg.micro_batch_size, cfg.micro_batch_tokens)
         mine = split.shards[self.env.rank]
         local_tokens = sum(s.num_loss_tokens for s in mine)
         self.grad_scale = self.env.world_size * local_tokens / max(split.total_tokens, 1)
@@ -217,7 +219,7 @@ class ShardedTrainer:
         self.last_grad_syncs, self._logits_bad = 0, None
         self.in_step = True
         try:
-            local, applied = run_grpo(self, mine)
+            local, applied = run_grpo(self, mine, split.passes)
             if not applied:
                 drop_unsynced_grads(self.model)
         finally:

@@ -7,15 +7,18 @@ does on any list of samples). Its gradient is multiplied by `world * T_r / T` on
 is the gradient of `sum_r sum_r / T`: the single-process loss, up to float rounding.
 
 Every rank must run the same number of forward/backward passes (each is a collective under
-FSDP). Ranks with fewer samples to run get padding samples: two tokens, no loss token, so
-they add nothing to the loss or the gradient, but take part in the collectives.
+FSDP): `Split.passes`, the most micro-batches any rank's samples make (`rl.batch.micro_batches`,
+by count or by token budget). A rank with fewer halves its fullest micro-batches until it has as
+many (`micro_batches(..., passes=)`); a rank with fewer samples than passes gets padding samples:
+two tokens, no loss token, so they add nothing to the loss or the gradient, but take part in the
+collectives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vibe_rl.rl.batch import prepare
+from vibe_rl.rl.batch import micro_batches, prepare
 from vibe_rl.rl.samples import Sample
 
 
@@ -25,6 +28,7 @@ class Split:
     padding: list[int]  # per rank: how many of its samples are padding
     samples: list[Sample]  # the whole batch after capping/truncation (what the metrics describe)
     total_tokens: int  # T: loss tokens of the whole batch
+    passes: int = 0  # micro-batches every rank runs
     truncated_samples: int = 0
     truncated_loss_tokens: int = 0
     dropped_samples: int = 0
@@ -36,7 +40,7 @@ def padding_sample(pad_id: int) -> Sample:
 
 
 def split_batch(samples: list[Sample], world: int, max_len: int, max_samples: int, kl_on: bool,
-                pad_id: int) -> Split:
+                pad_id: int, micro_batch_size: int = 1, micro_batch_tokens: int = 0) -> Split:
     """Deterministic (every rank computes the same split from the same list)."""
     prep = prepare(samples, max_len, max_samples)
     runs = [s for s in prep.samples if kl_on or s.advantage != 0.0]  # what grpo_step runs through the model
@@ -50,13 +54,14 @@ def split_batch(samples: list[Sample], world: int, max_len: int, max_samples: in
         load[r] += len(s.input_ids)
     for i, s in enumerate(idle):
         shards[i % world].append(s)
-    most = max((sum(1 for s in shard if kl_on or s.advantage != 0.0) for shard in shards), default=0)
+    passes = max(len(micro_batches([s for s in shard if kl_on or s.advantage != 0.0], micro_batch_size,
+                                   micro_batch_tokens)) for shard in shards)
     padding = []
     for shard in shards:
-        need = most - sum(1 for s in shard if kl_on or s.advantage != 0.0)
+        need = max(0, passes - sum(1 for s in shard if kl_on or s.advantage != 0.0))
         shard.extend(padding_sample(pad_id) for _ in range(need))
         padding.append(need)
-    return Split(shards, padding, prep.samples, sum(s.num_loss_tokens for s in prep.samples),
+    return Split(shards, padding, prep.samples, sum(s.num_loss_tokens for s in prep.samples), passes,
                  prep.truncated_samples, prep.truncated_loss_tokens, prep.dropped_samples)
 
 

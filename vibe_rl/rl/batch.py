@@ -8,7 +8,7 @@ silently.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,11 +42,31 @@ def prepare(samples: Sequence[Sample], max_len: int, max_samples: int | None = N
     return out
 
 
-def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
-    """Fixed-size chunks of length-sorted samples (less padding per forward pass)."""
+def micro_batches(samples: Sequence[Sample], size: int, tokens: int = 0, passes: int = 0) -> list[list[Sample]]:
+    """Length-sorted samples (less padding per pass) cut into the micro-batches of one update.
+
+    - `tokens` 0: `size` sequences per micro-batch.
+    - `tokens` > 0: each micro-batch takes the next sequences while rows x longest row (its padded
+      size) stays within `tokens`; a sequence longer than `tokens` runs alone.
+    - `passes` > 0: the micro-batch with the most rows is halved until there are at least `passes`
+      (the sharded trainer's ranks must all run the same number of passes); needs that many samples.
+    """
     ordered = sorted(samples, key=lambda s: len(s.input_ids))
-    for start in range(0, len(ordered), size):
-        yield ordered[start:start + size]
+    chunks: list[list[Sample]] = []
+    for s in ordered:
+        last = chunks[-1] if chunks else None
+        fits = (last is not None and (len(last) < size if tokens <= 0 else (len(last) + 1) * len(s.input_ids) <= tokens))
+        if fits:
+            last.append(s)
+        else:
+            chunks.append([s])
+    if passes > len(ordered):
+        raise ValueError(f"{passes} passes need at least {passes} samples, got {len(ordered)}")
+    while len(chunks) < passes:
+        i = max(range(len(chunks)), key=lambda k: len(chunks[k]))
+        half = (len(chunks[i]) + 1) // 2
+        chunks[i:i + 1] = [chunks[i][:half], chunks[i][half:]]
+    return chunks
 
 
 def collate(samples: Sequence[Sample], pad_id: int, device: Any) -> dict[str, Any]:

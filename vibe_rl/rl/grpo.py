@@ -35,7 +35,8 @@ warmup keeps a few noisy early batches from undoing a warm start.
 
 Safety
 ------
-Micro-batches of `micro_batch_size` sequences accumulate gradients; the global
+Micro-batches of `micro_batch_size` sequences (or of at most `micro_batch_tokens` padded
+tokens) accumulate gradients; the loss is the same whatever the cut. The global
 gradient norm is clipped to `max_grad_norm`. A non-finite loss or gradient norm
 skips the step (no weight change, gradients dropped), which is counted in
 `nan_skipped_total` and reported as `nan_skipped = 1` in the metrics.
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
 
 def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfig, *, pad_id: int, device: Any,
               max_len: int, ref_model: Any = None, version: int = 0, step: int = 0,
-              on_micro_batch: Callable[[int, bool, Any], Any] | None = None) -> tuple[dict[str, float], bool]:
+              on_micro_batch: Callable[[int, bool, Any], Any] | None = None,
+              passes: int = 0) -> tuple[dict[str, float], bool]:
     """One update of `model` with `optimizer` -> (metrics, applied).
 
     `ref_model` is the frozen KL reference (None with LoRA: the base model with the adapter
@@ -67,7 +69,8 @@ def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfi
     `applied` is False when the step was skipped because something was not finite.
     `on_micro_batch(index, is_last, loss) -> loss` (a sharded trainer's hook; None in one process)
     runs before each micro-batch's backward: it may set up gradient sync and return a non-finite
-    loss to make this rank skip the step together with the others.
+    loss to make this rank skip the step together with the others; `passes` is the number of
+    micro-batches every rank runs (0 in one process: as many as `micro_batches` makes).
     """
     torch = require("torch", "GRPO training")
     opt = optimizer
@@ -85,7 +88,7 @@ def grpo_step(model: Any, optimizer: Any, samples: list[Sample], cfg: TrainConfi
     sums = dict(loss=0.0, pg_loss=0.0, kl=0.0, clipped=0.0, ratio=0.0, ratio_max=0.0, abs_diff=0.0, tokens=0.0)
     finite = True
     try:
-        chunks = list(micro_batches(active, cfg.micro_batch_size))
+        chunks = micro_batches(active, cfg.micro_batch_size, cfg.micro_batch_tokens, passes)
         for index, chunk in enumerate(chunks):
             batch = collate(chunk, pad_id, device)
             logp, mask = score(model, batch)  # (N,) new logprobs of the written tokens

@@ -65,7 +65,7 @@ def sft_step(model: Any, optimizer: Any, tokenizer: Any, examples: list[Any], cf
     opt.zero_grad(set_to_none=True)
     nll_sum, finite = 0.0, True
     try:
-        for chunk in micro_batches(prep.samples, cfg.micro_batch_size):
+        for chunk in micro_batches(prep.samples, cfg.micro_batch_size, cfg.micro_batch_tokens):
             logp, _ = score(model, collate(chunk, pad_id, device), temperature_aware=False)  # (N,)
             loss = -logp.sum() / max(total_tokens, 1)  # token mean over the whole batch
             if not torch.isfinite(loss):

@@ -71,6 +71,10 @@ class TrainConfig(BaseModel):
     clip_eps: float = Field(default=0.2, ge=0, description="PPO-style ratio clip epsilon")
     kl_coef: float = Field(default=0.0, ge=0, description="KL-to-reference coefficient; 0 disables (and skips the ref model)")
     micro_batch_size: int = Field(default=4, ge=1, description="Sequences per forward/backward")
+    micro_batch_tokens: int = Field(default=0, ge=0, description=(
+        "Token budget per forward/backward instead of micro_batch_size: length-sorted sequences are packed while "
+        "rows x longest row stays within it (a longer sequence runs alone). Fewer, fuller passes when lengths "
+        "vary; on several GPUs each pass also costs FSDP2 a gather of the weights. 0: micro_batch_size"))
     gradient_checkpointing: bool = Field(default=False, description=(
         "Recompute each decoder layer's activations in the backward pass: less memory, about a third more "
         "compute (one GPU and the multi-GPU FSDP2 trainer alike)"))
