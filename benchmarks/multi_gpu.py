@@ -17,7 +17,8 @@ Prints one JSON object (plus `scaling` ratios against the 1-GPU run when both ra
 `--variants` runs the N-GPU step under several trainer settings, each a `+`-joined list of:
 `auto` / `step` / `micro_batch` (when gradients are reduce-scattered: VIBE_RL_GRAD_SYNC),
 `keep` (reshard_after_forward off for the decoder layers: no all-gather in backward, more memory)
-and `mbN` (N sequences per micro-batch on every rank). E.g. `--variants micro_batch,step,step+keep,auto+mb8`.
+`mbN` (N sequences per micro-batch on every rank) and `tokN` (train.micro_batch_tokens N: a padded-token
+budget per micro-batch instead). E.g. `--variants micro_batch,step,step+keep,auto+mb8,micro_batch+tok8192`.
 Each N-GPU run reports the sync mode its steps used (`grad_sync`) and its synced backwards per step.
 
 `--sharded-one` also runs the sharded trainer as a group of one process on one GPU: the FSDP2
@@ -129,11 +130,12 @@ def single(args) -> dict:
     import torch
 
     from vibe_rl.engine.loader import enable_checkpointing
+    from vibe_rl.rl.batch import micro_batches
     from vibe_rl.rl.grpo import grpo_step
     from vibe_rl.schema import TrainConfig
 
     cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples,
-                      gradient_checkpointing=args.gradient_checkpointing)
+                      gradient_checkpointing=args.gradient_checkpointing, micro_batch_tokens=args.micro_batch_tokens)
     dev = "cuda" if on_gpu() else "cpu"
     model = build_model(args.shape, dev)
     if args.gradient_checkpointing:  # as TorchEngine does for train.gradient_checkpointing
@@ -144,8 +146,9 @@ def single(args) -> dict:
         lambda: grpo_step(model, opt, batch, cfg, pad_id=0, device=dev, max_len=args.tokens + 8), args.steps, 0)
     profiled(lambda: grpo_step(model, opt, batch, cfg, pad_id=0, device=dev, max_len=args.tokens + 8), args,
              f"single_mb{args.micro_batch_size}")
+    passes = len(micro_batches(batch, cfg.micro_batch_size, cfg.micro_batch_tokens))
     return {"gpus": 1, "step_s": round(step_s, 3), "tokens_per_s": round(args.samples * args.tokens / step_s),
-            "peak_gb_per_gpu": [round(peak, 2)], "loss": metrics["loss"], "applied": applied}
+            "peak_gb_per_gpu": [round(peak, 2)], "passes_per_step": passes, "loss": metrics["loss"], "applied": applied}
 
 
 def sharded(args) -> dict | None:
@@ -158,7 +161,7 @@ def sharded(args) -> dict | None:
 
     env = distributed.init_from_env()
     cfg = TrainConfig(lr=1e-6, micro_batch_size=args.micro_batch_size, max_samples=args.samples,
-                      gradient_checkpointing=args.gradient_checkpointing)
+                      gradient_checkpointing=args.gradient_checkpointing, micro_batch_tokens=args.micro_batch_tokens)
     trainer = ShardedTrainer(build_model(args.shape, env.device), cfg, env, pad_id=0, max_model_len=args.tokens + 8,
                              grad_sync=args.grad_sync, reshard_after_forward=not args.keep_gathered)
     batch = make_batch(args.samples, args.tokens)
@@ -184,12 +187,13 @@ def sharded(args) -> dict | None:
                            "peak_gb_per_gpu": [round(p[0], 2) for p in peaks]},
             "grad_sync": trainer.last_sync_mode, "synced_backwards_per_step": trainer.last_grad_syncs,
             "reshard_after_forward": trainer.reshard_after_forward, "micro_batch_size": args.micro_batch_size,
+            "micro_batch_tokens": args.micro_batch_tokens, "passes_per_step": trainer.last_passes,
             "loss": m2["loss"], "applied": m1["nan_skipped"] == 0 and m2["nan_skipped"] == 0}
 
 
-def variant_options(variant: str, micro_batch_size: int) -> tuple[str, bool, int]:
-    """'step+keep+mb8' -> (grad sync mode, keep gathered weights, micro-batch size)."""
-    mode, keep, mb = "auto", False, micro_batch_size
+def variant_options(variant: str, micro_batch_size: int, micro_batch_tokens: int = 0) -> tuple[str, bool, int, int]:
+    """'step+keep+mb8' -> (grad sync mode, keep gathered weights, micro-batch size, micro-batch token budget)."""
+    mode, keep, mb, tok = "auto", False, micro_batch_size, micro_batch_tokens
     for part in filter(None, variant.split("+")):
         if part in ("auto", "step", "micro_batch"):
             mode = part
@@ -197,18 +201,21 @@ def variant_options(variant: str, micro_batch_size: int) -> tuple[str, bool, int
             keep = True
         elif part.startswith("mb") and part[2:].isdigit():
             mb = int(part[2:])
+        elif part.startswith("tok") and part[3:].isdigit():
+            tok = int(part[3:])
         else:
-            raise SystemExit(f"unknown variant part {part!r}: use auto|step|micro_batch, keep, mbN")
-    return mode, keep, mb
+            raise SystemExit(f"unknown variant part {part!r}: use auto|step|micro_batch, keep, mbN, tokN")
+    return mode, keep, mb, tok
 
 
 def launch(args, gpus: int, variant: str = "auto", sharded_one: bool = False) -> dict:
-    mode, keep, mb = variant_options(variant, args.micro_batch_size)
+    mode, keep, mb, tok = variant_options(variant, args.micro_batch_size, args.micro_batch_tokens)
+    if gpus == 1 and not sharded_one:
+        mb, tok = args.micro_batch_size, args.micro_batch_tokens
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         child = [__file__, "--child", "--shape", args.shape, "--samples", str(args.samples), "--tokens",
-                 str(args.tokens), "--steps", str(args.steps), "--micro-batch-size", str(mb if gpus > 1 or sharded_one
-                 else args.micro_batch_size), "--grad-sync", mode, *(["--keep-gathered"] if keep else []),
+                 str(args.tokens), "--steps", str(args.steps), "--micro-batch-size", str(mb), "--micro-batch-tokens", str(tok), "--grad-sync", mode, *(["--keep-gathered"] if keep else []),
                  *(["--gradient-checkpointing"] if args.gradient_checkpointing else []),
                  *(["--profile", str(Path(args.profile).resolve())] if args.profile else []), "--out", str(out)]
         if gpus == 1 and not sharded_one:
@@ -249,6 +256,8 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=256)
     ap.add_argument("--steps", type=int, default=3, help="steps per configuration (the first is a warm-up)")
     ap.add_argument("--micro-batch-size", type=int, default=4)
+    ap.add_argument("--micro-batch-tokens", type=int, default=0,
+                    help="train.micro_batch_tokens on every run: a padded-token budget per micro-batch (0: by count)")
     ap.add_argument("--gradient-checkpointing", action="store_true",
                     help="train.gradient_checkpointing on every run (1 GPU and N GPUs alike)")
     ap.add_argument("--variants", default="auto", help=(
@@ -270,10 +279,11 @@ def main() -> None:
         return
     variants = [v.strip() for v in args.variants.split(",") if v.strip()] or ["auto"]
     for v in variants:
-        variant_options(v, args.micro_batch_size)  # fail fast on a typo
+        variant_options(v, args.micro_batch_size, args.micro_batch_tokens)  # fail fast on a typo
     runs = all_runs(args, variants)
     report = {"benchmark": "multi_gpu", "shape": args.shape, "samples": args.samples, "tokens": args.tokens,
-              "micro_batch_size": args.micro_batch_size, "gradient_checkpointing": args.gradient_checkpointing, "runs": runs}
+              "micro_batch_size": args.micro_batch_size, "micro_batch_tokens": args.micro_batch_tokens,
+              "gradient_checkpointing": args.gradient_checkpointing, "runs": runs}
     one = next((r for r in runs if r.get("gpus") == 1 and "variant" not in r and "error" not in r), None)
     if one is not None and not one["peak_gb_per_gpu"][0]:  # CPU smoke run: no memory figures
         one = None

@@ -127,6 +127,7 @@ class ShardedTrainer:
         self.grad_sync, self.reshard_after_forward = _env_settings(grad_sync, reshard_after_forward)
         self.last_grad_syncs = 0  # backward passes of the last step that reduced gradients
         self.last_sync_mode = ""  # what the last step did: "step" or "micro_batch"
+        self.last_passes = 0  # micro-batches (forward/backward passes) every rank ran in the last step
         if getattr(train_config, "gradient_checkpointing", False):
             enable_checkpointing(model)
             model.config.use_cache = False
@@ -212,6 +213,7 @@ class ShardedTrainer:
         split = split_batch(samples, self.env.world_size, self.max_model_len, cfg.max_samples, kl_on, self.pad_id,
                             cfg.micro_batch_size, cfg.micro_batch_tokens)
         mine = split.shards[self.env.rank]
+        self.last_passes = split.passes
         local_tokens = sum(s.num_loss_tokens for s in mine)
         self.grad_scale = self.env.world_size * local_tokens / max(split.total_tokens, 1)
         self._sync_each = self._reduce_every_micro_batch()
