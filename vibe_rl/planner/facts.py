@@ -12,8 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vibe_rl.planner.fields import IS as _IS
+from vibe_rl.planner.fields import read_fields, unplaced_notes
 from vibe_rl.planner.servers import GpuFacts, ServerFacts, gpu_facts, server_facts
-from vibe_rl.planner.text import NUM, Found, SpecText, to_int
+from vibe_rl.planner.text import MODEL_NAME, NUM, Found, SpecText, to_int
 from vibe_rl.schema.job import StaticModel
 
 # Static models people name in specs: pattern -> (base_url, api_key_env).
@@ -24,8 +26,6 @@ KNOWN_STATIC = [
     (r"deepseek-(?:chat|reasoner)", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
 ]
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
-_IS = r"\s*(?:of|is|=|:|：|为|设为|设置为|to)?\s*"
-_FLOAT = r"(\d+(?:\.\d+)?(?:e-?\d+)?)"
 WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|winners?|winning|wins?\b|won\b"
 LOSS_WORDS = r"败者|失败者?|败方|负方|负者|输方|输家|输了?|losers?|losing|loss(?:es)?\b|lose[sd]?\b|lost\b"
 _SIGNED = r"(?<![\w.])([-+]?\d+(?:\.\d+)?)(?![\w.]*[%/]?\w)"
@@ -45,6 +45,7 @@ class Facts:
     total_steps: int | None = None
     temperature: float | None = None
     max_tokens: int | None = None
+    max_model_len: int | None = None
     model_size: str | None = None  # "7" of "a 7B model": said, though no path names the model
     rounds: Found | None = None
     days: Found | None = None
@@ -89,14 +90,6 @@ class Facts:
         return s.path if s else None
 
 
-def _number(src: SpecText, patterns: list[str], cast=to_int) -> Any:
-    for pattern in patterns:
-        found = src.search(pattern)
-        if found:
-            return cast(next(g for g in found.groups() if g is not None))
-    return None
-
-
 def model_paths(src: SpecText) -> list[Found]:
     out: list[Found] = []
     for m in src.finditer(r"`(/[^`\s]+)`|(?<![\w.:/])((?:\.{1,2})?/(?:[\w.-]+/)+[\w.-]+)|`([\w-]+/[\w.-]+)`"
@@ -119,6 +112,15 @@ def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
             if name.lower() not in found:
                 env = key_env if key_env in keys or not keys else keys[0]
                 found[name.lower()] = (match.start(), StaticModel(name=name, base_url=base_url, api_key_env=env))
+    for start, end in src.clauses():  # "played by Llama-3-70B served at http://10.0.0.5:8000/v1"
+        url = re.search(r"https?://[^\s`'\"，。；）)]+", src.text[start:end])
+        names = [m for m in re.finditer(MODEL_NAME, src.text[start:end], re.IGNORECASE)
+                 if not (url and url.start() <= m.start() < url.end())]
+        if url and names:
+            name = names[0].group().rstrip(".")
+            model = found.get(name.lower(), (start + names[0].start(), StaticModel(name=name)))
+            model[1].base_url, model[1].api_key_env = url.group().rstrip("."), keys[0] if keys else model[1].api_key_env
+            found[name.lower()] = model
     return sorted(found.values(), key=lambda item: item[0])
 
 
@@ -181,31 +183,18 @@ def extract(text: str) -> Facts:
     facts = Facts(src=src, model_paths=model_paths(src))
     facts.servers, facts.ports = server_facts(src, facts.model_paths)
     facts.gpus = gpu_facts(src, facts.servers)
-    facts.batch_size = _number(src, [rf"(?:batch[\s_-]*size|batchsize|\bbatch|批大小|批次大小|批量大小|批量){_IS}{NUM}",
-                                     rf"{NUM}\s*(?:tasks|groups|games|个任务)\s*(?:per|每)\s*(?:batch|update|step|批)",
-                                     rf"每(?:批|次更新)\s*{NUM}\s*(?:个任务|组|局)"])
-    facts.grpo_n = _number(src, [rf"(?:grpo[\s_-]*n|num[\s_-]*repeats?|n[\s_-]*repeat|group[\s_-]*size|组大小|每组|"
-                                 rf"num[\s_-]*generations|n[\s_-]*samples[\s_-]*per[\s_-]*prompt|rollout\.n\b){_IS}{NUM}",
-                                 rf"{NUM}\s*(?:rollouts?|episodes?|samples?|games?|plays?)\s*(?:per|for each|each)\s*"
-                                 rf"(?:task|prompt|group|seed)",
-                                 rf"每个?(?:任务|题|种子)\s*(?:采样|跑|玩|重复|rollout)?\s*{NUM}\s*(?:次|局|条|个)"])
-    facts.save_freq = _number(src, [rf"(?:save[\s_-]*freq\w*|save_every|save[\s_-]*steps|保存频率){_IS}{NUM}",
-                                    rf"(?:save|checkpoint)\w*(?:\s+a)?(?:\s+checkpoint)?\s+every\s+{NUM}\s*(?:steps?|updates?)?",
-                                    rf"每\s*{NUM}\s*步\s*(?:保存|存)"])
-    facts.total_steps = _number(src, [rf"(?:total[\s_-]*steps|max[\s_-]*steps|总步数){_IS}{NUM}",
-                                      rf"(?:train|stop)\w*\s+(?:for|after)\s+{NUM}\s*(?:steps|updates)",
-                                      rf"\btotal(?:\s+of)?\s+{NUM}\s*(?:training\s+)?(?:steps|updates)",
-                                      rf"{NUM}\s*(?:training\s+)?(?:steps|updates)\s+(?:in\s+)?total",
-                                      rf"训练\s*{NUM}\s*步", rf"(?:总共|共)\s*{NUM}\s*步"])
-    facts.lr = _number(src, [rf"(?:\blr\b|learning[\s_-]*rate|学习率){_IS}{_FLOAT}"], float)
-    facts.temperature = _number(src, [rf"(?:temperature|温度){_IS}{_FLOAT}"], float)
-    facts.max_tokens = _number(src, [rf"(?:max[\s_-]*tokens|最大生成长度|最大\s*token\s*数){_IS}(\d+)"])
+    for name, value in read_fields(src, facts.notes).items():
+        setattr(facts, name, value)
+    facts.notes += unplaced_notes(src)
     facts.rounds = facts.find(rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)",
                               rf"(?:max[\s_-]*)?(?:rounds?|轮数)\s*[:：=]?\s*(?:at most|up to|最多)?\s*{NUM}")
     facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)")
     facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|生成|造)\D{{0,12}}?{NUM}\s*"
                                   rf"(?:games|tasks|paragraphs|对局|局|个任务|条|段))")
-    size = re.search(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
+    facts.static_models = static_models(src)
+    static_spans = [(pos, pos + len(m.name)) for pos, m in facts.static_models]
+    size = next((m for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
+                 if not any(a <= m.start() < b for a, b in static_spans)), None)  # "Qwen3-32B" is the opponent's
     facts.model_size = size.group(1) if size else None
     facts.win, facts.loss = rewards(src)
     facts.no_chinese = bool(src.search(r"不得出现中文|不要(?:出现)?中文|不能(?:出现|有)中文|no chinese|english only|"
@@ -218,7 +207,6 @@ def extract(text: str) -> Facts:
             src.mark(*m.span())
     facts.modes_only, facts.modes_excluded = modes(src)
     facts.modes_named = [name for name, words in MODES.items() if re.search(words, text, re.IGNORECASE)]
-    facts.static_models = static_models(src)
     for m in src.finditer(r"(?<![\w/])\.{0,2}/?(?:[\w.-]+/)*SKILL\.md"):
         src.mark(*m.span())
         facts.notes.append(f"The spec points at {m.group()}: vibe-rl does not read it; its own skills "

@@ -13,18 +13,39 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-# Numbers as digits, Chinese numerals or English words ("8", "八", "两", "eight").
+# Numbers as digits, Chinese numerals or English words ("8", "八", "十六", "两百", "eight", "thirty-two",
+# "two hundred"). English words match whole words only: "sixteen" is never read as "six".
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-         "ten": 10, "eleven": 11, "twelve": 12, "a single": 1, "a pair of": 2}
+         "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+         "seventeen": 17, "eighteen": 18, "nineteen": 19, "a single": 1, "a pair of": 2, "a dozen": 12}
+TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _CN = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-NUM = r"(\d+|[零一二两三四五六七八九十]{1,3}|" + "|".join(sorted(WORDS, key=len, reverse=True)) + r")"
+_UNITS = "one|two|three|four|five|six|seven|eight|nine"
+_WORD = (rf"(?:(?:a|one|{_UNITS})[ -]hundred(?:(?: and)? (?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?)?"
+         rf"|(?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?|" + "|".join(sorted(WORDS, key=len, reverse=True)) + ")")
+WORD_NUMBER = rf"\b{_WORD}\b"
+CN_NUMBER = r"[零一二两三四五六七八九十百]{1,4}"
+_DIGITS = r"(?<![.\d])(?<![\d.][eE]-)\d+"  # never the tail of "1e-6" or "2.5"
+NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
+SIGNED_NUM = rf"(-?{_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"  # after a field name: "batch size -4" is read, then refused
 
 _PATH = r"(?:https?://[^\s`'\"，。；）)]+|(?<![\w.])\.{0,2}/(?:[\w.-]+/)*[\w.-]+|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)"
 _ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
-_MODEL = (r"(?<![\w/.-])(?:qwen|gpt|claude|deepseek|llama|glm|mistral|gemma|yi|baichuan|internlm|o[134])"
-          r"[\w.-]*(?![\w/])")
+MODEL_NAME = (r"(?<![\w/.-])(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
+              r"o[134])[\w.-]*(?![\w/])")
+_MODEL = MODEL_NAME
 _NUMBER = r"(?<![\w.\-/])[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w/])"
-TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<num>{_NUMBER})", re.IGNORECASE)
+# A number in words counts as a stated value when a unit follows it ("eight GPUs", "three are undercover",
+# "两张卡", "十六个样本"): "two servers" or "一个模型" describe the set-up and are not reported.
+_UNIT = (r"gpus?|cards?|players?|spies|spy|civilians?|undercover|werewol\w*|villagers?|steps?|updates?|"
+         r"iterations?|samples?|rollouts?|generations?|completions?|episodes?|tasks?|prompts?|games?|tokens?|"
+         r"rounds?|days?|epochs?|[ahbv]\d{2,3}s?")
+_WORD_VALUE = (rf"\b(?!one\b|a single\b|a pair of\b){_WORD}\b(?=[\s-]+(?:(?:of them|are|is|more|training|"
+               rf"rollout|total)\s+)?(?:{_UNIT})\b)"
+               r"|(?<![第每一])(?!一(?![零一二两三四五六七八九十百]))[零一二两三四五六七八九十百]{1,4}(?=\s*(?:张|块|名|位|步|轮|局|天|次|条|"
+               r"(?:个|种)?(?:gpu|卡|显卡|玩家|卧底|平民|狼人|村民|任务|样本|回复|rollout|prompt)))")
+TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<num>{_NUMBER}|{_WORD_VALUE})",
+                   re.IGNORECASE)
 # Numbers that name or describe something rather than set a value: list markers, "Agent 2", "server 1",
 # "7B"-style sizes, ordinals ("第 3 轮"), ranges inside rule prose are not ignored.
 _ROLE_REF = r"(?:agent|server|服务器|智能体|optional|step|stage|phase|player|seat|玩家|座位|team|第)\s*#?"
@@ -43,12 +64,23 @@ class Found:
 
 
 def to_int(word: str) -> int:
-    """'8' | '八' | '十二' | 'two' -> int."""
-    word = word.strip().lower()
-    if word.isdigit():
+    """'8' | '-4' | '八' | '十二' | '两百' | 'two' | 'thirty-two' | 'two hundred' -> int."""
+    word = re.sub(r"\s+", " ", word.strip().lower())
+    if re.fullmatch(r"-?\d+", word):
         return int(word)
     if word in WORDS:
         return WORDS[word]
+    if "hundred" in word:
+        head, _, rest = word.partition("hundred")
+        head = head.strip(" -")
+        rest = rest.replace("and", " ").strip(" -")
+        return (1 if head in ("a", "one") else WORDS[head]) * 100 + (to_int(rest) if rest else 0)
+    parts = re.split(r"[ -]", word)
+    if parts[0] in TENS:
+        return TENS[parts[0]] + (WORDS[parts[1]] if len(parts) > 1 else 0)
+    if "百" in word:
+        hundreds, _, rest = word.partition("百")
+        return (_CN.get(hundreds, 1) if hundreds else 1) * 100 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
     if "十" in word:
         tens, _, ones = word.partition("十")
         return (_CN.get(tens, 1) if tens else 1) * 10 + (_CN.get(ones, 0) if ones else 0)
@@ -72,7 +104,10 @@ class SpecText:
         return match
 
     def search(self, pattern: str, start: int = 0, end: int | None = None, mark: bool = True) -> re.Match | None:
-        found = re.compile(pattern, re.IGNORECASE).search(self.text, start, len(self.text) if end is None else end)
+        """The first match that stays on one line: in "players: 6\nspies: 1" the 6 is not a count of spies."""
+        compiled = re.compile(pattern, re.IGNORECASE)
+        found = next((m for m in compiled.finditer(self.text, start, len(self.text) if end is None else end)
+                      if "\n" not in m.group().strip()), None)
         return self.take(found) if mark else found
 
     def finditer(self, pattern: str, start: int = 0, end: int | None = None) -> Iterator[re.Match]:
