@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from vibe_rl.errors import PlannerError
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
@@ -14,7 +15,8 @@ from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Training
 def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **defaults: Any) -> Training:
     """The Training block: the spec's numbers, else the family's defaults (each one noted)."""
     values = {"batch_size": facts.batch_size, "grpo_n": facts.grpo_n, "lr": facts.lr, "save_freq": facts.save_freq,
-              "total_steps": facts.total_steps, "temperature": facts.temperature, "max_tokens": facts.max_tokens}
+              "total_steps": facts.total_steps, "temperature": facts.temperature, "max_tokens": facts.max_tokens,
+              "max_model_len": facts.max_model_len}
     chosen = {"batch_size": batch_size, "grpo_n": grpo_n, **defaults}
     base, others = Training(), []
     for name, value in values.items():
@@ -22,7 +24,7 @@ def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **def
             chosen[name] = value
         elif name in ("batch_size", "grpo_n", "save_freq"):
             notes.append(f"No {name} given: using {chosen.get(name, getattr(base, name))}.")
-        elif name != "total_steps":
+        elif name not in ("total_steps", "max_model_len"):
             others.append(f"{name} {chosen.get(name, getattr(base, name)):g}")
     limit = "" if facts.total_steps is not None else "; no step limit unless total_steps is given"
     if others:
@@ -30,6 +32,26 @@ def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **def
     elif limit:
         notes.append("No total_steps given: no step limit.")
     return Training(**chosen)
+
+
+def first_given(*values: Any) -> Any:
+    """The first value that is not None (0 is a value: '0 GPUs' means CPU)."""
+    return next((v for v in values if v is not None), None)
+
+
+def check_gpu_budget(spec_gpus: int, needs: dict[str, dict[str, int]], notes: list[str]) -> None:
+    """A mode whose servers need more GPUs than the node has is a PlannerError that names the fix; 0 GPUs is
+    noted (the servers run on the CPU)."""
+    for mode, per_server in needs.items():
+        if sum(per_server.values()) > spec_gpus:
+            split = ", ".join(f"{name} {gpus}" for name, gpus in per_server.items())
+            raise PlannerError(
+                f"Mode {mode} runs {len(per_server)} server(s) on separate GPUs ({split}: {sum(per_server.values())} "
+                f"in all) but the spec gives {spec_gpus} GPU(s) in total. Give fewer GPUs per server, a larger "
+                f"total, or leave the mode out (e.g. 'no {mode}' or 'only agent_roll').")
+    if spec_gpus == 0:
+        notes.append("0 GPUs: the servers run on the CPU. That suits the tiny offline model; a real model is very "
+                     "slow there.")
 
 
 def constraints(facts: Facts, notes: list[str], random_ids: bool, tools: bool = True) -> Constraints:

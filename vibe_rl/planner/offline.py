@@ -16,8 +16,10 @@ from types import ModuleType
 from pydantic import ValidationError
 
 from vibe_rl.errors import PlannerError, TemplateError
+from vibe_rl.planner.common import check_gpu_budget
 from vibe_rl.planner.facts import extract
 from vibe_rl.planner.text import strings_of
+from vibe_rl.planner.typos import fix_typos
 from vibe_rl.scaffold.families import Manifest, list_families
 from vibe_rl.schema.spec import TaskSpec
 
@@ -30,17 +32,33 @@ HOW_TO_GO_FURTHER = (
 )
 
 
-def pick_family(text: str, families: list[Manifest]) -> Manifest:
-    """The family whose keywords occur most often in the text (case, hyphens and underscores aside: "Who-is-Spy"
-    is "who is spy"); none -> PlannerError."""
+def family_scores(text: str, families: list[Manifest]) -> list[tuple[int, str, Manifest]]:
+    """(keyword hits, name, manifest) per family, most hits first (case, hyphens and underscores aside:
+    "Who-is-Spy" is "who is spy")."""
     lower = _words(text)
     scores = [(sum(lower.count(_words(word)) for word in m.all_keywords()), m.name, m) for m in families]
-    best = max(scores, default=(0, "", None))
-    if best[0] == 0 or best[2] is None:
+    return sorted(scores, key=lambda item: (item[0], item[1]), reverse=True)
+
+
+def pick_family(text: str, families: list[Manifest]) -> Manifest:
+    """The family whose keywords occur most often in the text; none -> PlannerError that lists the families."""
+    scores = family_scores(text, families)
+    if not scores or scores[0][0] == 0:
         lines = "\n".join(f"  - {m.name}: {m.description}" for m in families) or "  (none found)"
-        raise PlannerError(f"The offline planner found no template family for this spec.\nSupported:\n{lines}\n"
-                           f"{HOW_TO_GO_FURTHER}")
-    return best[2]
+        raise PlannerError("The offline planner does not know the game or task of this spec: no template family's "
+                           f"keywords occur in it.\nFamilies it knows:\n{lines}\n{HOW_TO_GO_FURTHER}")
+    return scores[0][2]
+
+
+def _also_named(text: str, families: list[Manifest], chosen: Manifest) -> list[str]:
+    """A note when other families' keywords occur too: the plan covers one family only."""
+    others = [f"{name} ({hits})" for hits, name, _ in family_scores(text, families) if hits and name != chosen.name]
+    if not others:
+        return []
+    tie = family_scores(text, families)[1][0] == family_scores(text, families)[0][0]
+    return [f"The spec also names {', '.join(others)} (keyword hits); planned as {chosen.name} only"
+            + (" (as many hits: check that this is the game you mean)" if tie else ", the family named most")
+            + ". Plan the other one with its own spec, or pass --family to choose."]
 
 
 def _words(text: str) -> str:
@@ -66,9 +84,10 @@ def load_rules(manifest: Manifest) -> ModuleType:
     return module
 
 
-def plan_with(manifest: Manifest, text: str) -> TaskSpec:
-    """Apply one family's rules to `text` and list what was not understood."""
+def plan_with(manifest: Manifest, text: str, notes: list[str] | None = None) -> TaskSpec:
+    """Apply one family's rules to `text` and list what was not understood (`notes` go first in the plan's)."""
     facts = extract(text)
+    facts.notes[:0] = notes or []
     try:
         spec = load_rules(manifest).build(facts, manifest)
     except ValidationError as exc:  # a number the spec gave that the plan cannot hold ("batch 0")
@@ -80,7 +99,10 @@ def plan_with(manifest: Manifest, text: str) -> TaskSpec:
     except TemplateError as exc:  # a game parameter outside the family's bounds
         raise PlannerError(str(exc)) from None
     unparsed = facts.src.unparsed(strings_of(spec.model_dump(mode="json")))
-    return spec.model_copy(update={"unparsed": unparsed})
+    notes = list(spec.notes)
+    check_gpu_budget(spec.gpus, {m.name: {s.name: m.gpus.get(s.name, s.gpus) for s in spec.servers
+                                          if s.name in m.servers} for m in spec.modes}, notes)
+    return spec.model_copy(update={"unparsed": unparsed, "notes": notes})
 
 
 class OfflinePlanner:
@@ -91,11 +113,14 @@ class OfflinePlanner:
     def plan(self, text: str, family: str | None = None) -> TaskSpec:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
+        text, notes = fix_typos(text)
         families = list_families()
         if family is not None:
             chosen = next((m for m in families if m.name == family), None)
             if chosen is None:
                 raise PlannerError(f"--family {family}: no such template family; families: "
                                    f"{', '.join(m.name for m in families)}.")
-            return plan_with(chosen, text)
-        return plan_with(pick_family(text, [m for m in families if m.keywords]), text)
+            return plan_with(chosen, text, notes)
+        matched = [m for m in families if m.keywords]
+        chosen = pick_family(text, matched)
+        return plan_with(chosen, text, notes + _also_named(text, matched, chosen))

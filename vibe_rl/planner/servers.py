@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from vibe_rl.planner.text import NUM, Found, SpecText, to_int
 
 GPU = (rf"{NUM}\s*(?:x\s*)?(?:张|块|个|台)?\s*(?:gpus?|显卡|卡|cards?|[ahbv]\d{{2,3}}s?)(?![a-z0-9])"
-       rf"|(?:gpus?|显卡|卡数|gpu\s*数量?)\s*(?:[:：=]|is|数为)\s*{NUM}")
+       rf"|(?:gpus?|显卡|卡数|(?<![每各])卡|gpu\s*数量?)\s*(?:[:：=]|is|数为)\s*{NUM}")
 SERVER = rf"(?:swarm\s*)?(?:server|服务器)\s*#?{NUM}(?![\d.])(?!\s*(?:张|块|个)?\s*(?:卡|gpus?\b|显卡|cards?))"
 PORT = r"(?:端口|ports?)\s*(?:号)?\s*(?:[:：=]|is|are|of)?\s*(\d{2,5})((?:\s*(?:,|，|、|/|and|和|与)\s*\d{4,5})*)"
 PER_SERVER = (r"\beach\b|\bper\s+(?:swarm\s+)?server\b|apiece|分别|各(?:自|用)?|每(?:个|台)?\s*(?:swarm\s*)?"
-              r"(?:server|服务器)|every server")
-EACH_SERVER = (r"each (?:swarm )?server|every server|per (?:swarm )?server|每(?:个|台)?\s*(?:swarm\s*)?(?:server|服务器)"
+              r"(?:server|服务器)|every server|每台")
+EACH_SERVER = (r"each (?:swarm )?server|every server|per (?:swarm )?server|每(?:个|台)?\s*(?:swarm\s*)?(?:server|服务器)|每台"
                r"|(?:两|2|both)\s*(?:个|台)?\s*(?:swarm\s*)?(?:servers?|服务器)\s*(?:各|each|分别)|both servers")
 TOTAL = r"in total|\btotal\b|in all|altogether|总共|一共|共计?|总计|合计"
 MODE_WORDS = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
@@ -34,7 +34,7 @@ class ServerFacts:
     gpus: Found | None = None
 
 
-def _segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
+def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
     out, pos = [], start
     for m in re.finditer(r"[,，、(（]|\band\b|和|及", src.text[start:end]):
         out.append((pos, start + m.start()))
@@ -52,7 +52,7 @@ def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int,
     bounds = [start] + [start + m.end() for m in re.finditer(r"[)）]\s*[,，]", src.text[start:end])] + [end]
     last: int | None = None
     for g_start, g_end in zip(bounds[:-1], bounds[1:], strict=True):
-        segs = _segments(src, g_start, g_end)
+        segs = segments(src, g_start, g_end)
         named = []
         for a, b in segs:
             m = re.search(SERVER, src.text[a:b], re.IGNORECASE)
@@ -106,6 +106,13 @@ class GpuFacts:
     mode_total: dict[str, Found] = field(default_factory=dict)  # "agent_roll_adv: 8 GPUs" (for all its servers)
 
 
+def _segment_around(clause: str, start: int, end: int) -> str:
+    """The comma/semicolon-separated part of `clause` that holds [start, end)."""
+    left = max(clause.rfind(c, 0, start) for c in ",，;；") + 1
+    right = min([i for i in (clause.find(c, end) for c in ",，;；") if i >= 0] or [len(clause)])
+    return clause[left:right]
+
+
 def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> GpuFacts:
     """GPU counts outside single-server clauses (those are read by `server_facts`). A mode's total that equals
     its per-server count times two ("4 GPUs each (8 in total)") is consistent and marked as read."""
@@ -115,14 +122,18 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
         clause = src.text[start:end]
         mode = next((name for name, words in MODE_WORDS.items() if re.search(words, clause, re.I)), None)
         servers_named = len(re.findall(SERVER, clause, re.IGNORECASE))
-        each = re.search(PER_SERVER, clause, re.IGNORECASE)
-        for m in re.finditer(GPU, clause, re.IGNORECASE):
+        counts = list(re.finditer(GPU, clause, re.IGNORECASE))
+        for m in counts:
             found = Found(to_int(next(g for g in m.groups() if g)), start + m.start(), start + m.end())
             if found.start in claimed:
                 continue  # one server's count: see server_facts
+            # with several counts in a clause, "each" belongs to the count in its own comma segment
+            # ("用八张 A100，...，每台四卡": 8 is the total, 4 per server)
+            scope = _segment_around(clause, m.start(), m.end()) if len(counts) > 1 else clause
+            each = re.search(PER_SERVER, scope, re.IGNORECASE)
             is_total = (re.search(rf"(?:{TOTAL})\s*(?:of|with|使用|用)?\s*$", clause[max(0, m.start() - 12):m.start()], re.I)
                         or re.match(rf"\s*(?:{TOTAL})", clause[m.end():], re.IGNORECASE))
-            if re.search(EACH_SERVER, clause, re.IGNORECASE) and not is_total and out.per_server is None:
+            if re.search(EACH_SERVER, scope, re.IGNORECASE) and not is_total and out.per_server is None:
                 out.per_server = found  # "each server uses 2 GPUs": every server, whatever the mode
                 if mode is None:
                     continue
