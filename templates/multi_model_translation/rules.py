@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import constraints, game_parameter, no_model_path, planned_modes, short_name, training
+from vibe_rl.planner.common import (constraints, first_given, game_parameter, no_model_path, planned_modes,
+                                     short_name, training)
 from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.text import Found
 from vibe_rl.planner.servers import server_segments
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.spec import Mode, RewardScheme, Server, TaskSpec, Team
 
 AGENT_ROLES = {1: "rough_translator", 2: "detector", 3: "final_translator"}
+ROLE_WORDS = {1: r"\brough|\bdraft|\bfirst[\s-]pass|初译|初稿|\btranslators\b|翻译智能体",
+              2: r"detector|detection|proper[\s-]nouns?|terminology|专有名词|检测|审校",
+              3: r"\bfinal|\bpolish|终译|定稿|润色|\btranslators\b|翻译智能体"}
+OWN_SERVER = (r"(?:each|every)\s+(?:agent\s+)?(?:on|gets|has|with|in)\s+(?:its|their)\s+own\s+(?:server|model)|"
+              r"(?:three|3)\s+(?:separate\s+)?(?:servers|models)\b|(?:三|3)\s*(?:个|台)\s*(?:服务器|模型)|各自(?:一个|独立的?)?(?:服务器|模型)"
+              r"|每个智能体\s*(?:各)?(?:用|使用|部署在|在)?\s*(?:一台|一个|单独的?|独立的?)\s*(?:服务器|模型)")
 DEFAULT_SERVER_OF = {1: 0, 2: 1, 3: 0}  # agent -> server index
 FIRST_PORT = 10086  # server N listens on FIRST_PORT + N - 1 unless the spec says otherwise
 _AGENT = r"(?:agent|智能体)\s*(\d)"
@@ -39,6 +47,20 @@ def agent_servers(facts: Facts) -> dict[int, int]:
             if agent in AGENT_ROLES and index is not None:
                 server_of.setdefault(agent, index)
     return server_of
+
+
+def role_paths(facts: Facts) -> dict[int, Found]:
+    """Model paths said of agents by their role, not their number ("the detector gets /m/3b, the translators
+    share /m/7b", "初译和终译用 /m/7b，专有名词检测用 /m/1.5b"): agent -> path, read from the words between the
+    previous path (or the clause start) and each path."""
+    out: dict[int, Found] = {}
+    for path in facts.model_paths:
+        start = max([facts.src.clause_of(path.start)[0]] + [p.end for p in facts.model_paths if p.end <= path.start])
+        window = facts.text[start:path.start]
+        named = {agent for agent, words in ROLE_WORDS.items() if re.search(words, window, re.IGNORECASE)}
+        for agent in named:
+            out.setdefault(agent, path)
+    return out
 
 
 def judge(facts: Facts, game: dict, notes: list[str]) -> None:
@@ -68,17 +90,28 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      "edit mock_dataset.py, the prompts in workflow.py and the graders after rendering.")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     server_of = {**DEFAULT_SERVER_OF, **agent_servers(facts)}
-    if not agent_servers(facts):
+    path_of: dict[int, Found] = {}  # server index -> a path said of its agents by role
+    by_role = role_paths(facts) if not agent_servers(facts) else {}
+    if facts.src.search(OWN_SERVER) and not agent_servers(facts):
+        server_of = {1: 0, 2: 1, 3: 2}
+        notes.append("Each agent on its own server, as the spec asks: agent N on serverN.")
+    elif len({p.start for p in by_role.values()}) > 1:  # two paths for two groups of agents
+        first = by_role.get(1) or by_role[min(by_role)]
+        server_of = {a: 0 if by_role.get(a, first) is first else 1 for a in AGENT_ROLES}
+        path_of = {server_of[a]: path for a, path in by_role.items()}
+        notes.append("Agents go to servers by the model the spec names for their role: "
+                     + "; ".join(f"agent {a} ({AGENT_ROLES[a]}) on server{server_of[a] + 1}" for a in AGENT_ROLES) + ".")
+    elif not agent_servers(facts):
         notes.append("No agent -> server lines found: agents 1 and 3 on server1, agent 2 on server2.")
     count = max(server_of.values()) + 1
     total = facts.use(facts.gpus.total)
-    per_server = facts.use(facts.gpus.per_server) or facts.use(facts.gpus.mode_per_server.get("agent_roll"))
+    per_server = first_given(facts.use(facts.gpus.per_server), facts.use(facts.gpus.mode_per_server.get("agent_roll")))
     loose_ports = list(facts.ports)
     servers, teams = [], []
     for i in range(count):
         name, s = f"server{i + 1}", facts.servers.get(i)
-        path = facts.use(s.path if s else None) or (facts.use(facts.model_paths[0]) if i == 0 and facts.model_paths
-                                                      else None)
+        path = facts.use(s.path if s else None) or facts.use(path_of.get(i)) or (
+            facts.use(facts.model_paths[0]) if i == 0 and facts.model_paths and not path_of else None)
         if path is None and not servers:
             path = no_model_path(facts, notes, name)
         elif path is None:
@@ -88,9 +121,9 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         if port is None:
             port = FIRST_PORT + i
             notes.append(f"No port for {name}: using {port}.")
-        gpus = facts.use(s.gpus if s else None) or per_server
+        gpus = first_given(facts.use(s.gpus if s else None), per_server)
         if gpus is None:
-            gpus = max((total or count) // count, 1)
+            gpus = 0 if total == 0 else max((total or count) // count, 1)
             notes.append(f"No GPU count for {name}: using {gpus}" + (f" (the {total} in total split evenly)."
                                                                       if total else "."))
         servers.append(Server(name=name, port=port, model_path=path, gpus=gpus,
@@ -98,7 +131,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                               url_env="VIBE_RL_SWARM_URL" + (f"_{i + 1}" if i else "")))
         roles = [AGENT_ROLES[a] for a in sorted(AGENT_ROLES) if server_of[a] == i]
         if roles:
-            team = "detector" if roles == ["detector"] else "translators" if "detector" not in roles else f"agents_{name}"
+            team = ("detector" if roles == ["detector"] else roles[0] if len(roles) == 1 else
+                    "translators" if "detector" not in roles else f"agents_{name}")
             teams.append(Team(name=team, roles=roles, model=name))
     if total is None:
         total = sum(s.gpus for s in servers)

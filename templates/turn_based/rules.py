@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import (constraints, game_parameter, no_model_path, planned_modes, reward, short_name,
-                                     static_endpoint, static_note, training)
+from vibe_rl.planner.common import (constraints, first_given, game_parameter, no_model_path, planned_modes, reward,
+                                     short_name, static_endpoint, static_note, training)
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
@@ -44,7 +44,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     if first is None:
         no_model_path(facts, notes)
     g = facts.gpus
-    gpus = facts.use(g.mode_per_server.get("agent_roll")) or facts.use(g.per_server) or facts.use(g.total)
+    total = facts.use(g.total)
+    gpus = first_given(facts.use(g.mode_per_server.get("agent_roll")), facts.use(g.per_server), total)
     if gpus is None:
         gpus = 1
         notes.append("No GPU count given: using 1.")
@@ -69,7 +70,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         title=f"{game['title']}: GRPO for one learner seat",
         description=(f"Train the learner seat of {game['title']} ({model_path}) against opponents played by "
                      f"{opponent.name}; the rules are in game_rules.py."),
-        gpus=facts.use(g.total) or gpus, game=manifest.resolve_parameters(game), teams=teams,
+        gpus=first_given(total, gpus), game=manifest.resolve_parameters(game), teams=teams,
         servers=[Server(name="server1", port=port, model_path=model_path, gpus=gpus, config="config.yaml",
                         url_env="VIBE_RL_SWARM_URL", static_models=[opponent.name])],
         static_models=[opponent], training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes,

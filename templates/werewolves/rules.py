@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import (constraints, game_parameter, no_model_path, planned_modes, reward, short_name,
-                                     static_endpoint, static_note, training)
+from vibe_rl.planner.common import (constraints, first_given, game_parameter, no_model_path, planned_modes, reward,
+                                     short_name, static_endpoint, static_note, training)
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
@@ -21,7 +21,7 @@ from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 ROLE_WORDS = {
-    "werewolf": r"狼人(?!杀)|werewol(?:f|ves)",
+    "werewolf": r"狼人(?!杀)|狼(?![人杀])|werewol(?:f|ves)",
     "seer": r"预言家|\bseers?\b",
     "witch": r"女巫|\bwitch(?:es)?\b",
     "hunter": r"猎人|\bhunters?\b",
@@ -37,6 +37,22 @@ SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods
 PARITY_WORDS = (r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)|"
                 r"\b(?:equal|match|outnumber)(?:s|es)?\b(?: (?:in number|the number of))?|人数相等|持平|parity")
 DEFAULT_TRAINABLE = ["werewolf", "seer"]
+# "Werewolves" as the game's name, not the role: at the start of the spec or a line ("Werewolves with the seer
+# trainable", "# Werewolf RL"), or with a game word ("a werewolf game", "the game of werewolves").
+_WOLF = r"werewol(?:f|ves|fs)"
+GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?=\s+(?:with|on|for|using|in|via|game|rl|training|self-play|"
+             rf"agents?|project)\b|\s*[:(.;：（]|\s*$)"
+             rf"|({_WOLF})(?=\s+(?:game|rl|self-play|environment|env)\b)"
+             rf"|(?:game|round|rounds)\s+of\s+(?:the\s+)?({_WOLF})\b")
+
+
+def without_game_name(text: str) -> str:
+    """The text with each mention of "werewolves" that names the game blanked out (same length)."""
+    out = list(text)
+    for m in re.finditer(GAME_NAME, text, re.IGNORECASE | re.MULTILINE):
+        group = next(i for i in (1, 2, 3) if m.group(i))
+        out[m.start(group):m.end(group)] = " " * (m.end(group) - m.start(group))
+    return "".join(out)
 
 
 def _and(words: list[str]) -> str:
@@ -59,6 +75,10 @@ def seat_counts(facts: Facts, notes: list[str]) -> None:
     for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player)"):
         if to_int(m.group(1)) == sum(SEATS.values()):
             facts.src.mark(*m.span())
+        else:
+            notes.append(f"The werewolves family seats {sum(SEATS.values())} players (3 werewolves, seer, witch, "
+                         f"hunter, 3 villagers); the spec asks for {m.group(1)} (see unparsed): edit game_engine.py "
+                         "after rendering.")
 
 
 def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
@@ -66,7 +86,7 @@ def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
     trainable: set[str] = set()
     static: set[str] = set()
     names = [m.name.lower() for _, m in facts.static_models]
-    for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", facts.text):  # clauses: lines, sentences, semicolons
+    for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", without_game_name(facts.text)):  # lines, sentences
         pending: list[str] = []
         for segment in re.split(r"[,，]", line):
             roles, lower = roles_in(segment), segment.lower()
@@ -123,10 +143,10 @@ def gpus(facts: Facts, notes: list[str]) -> tuple[int, int]:
     """(GPUs of server1, total)."""
     g = facts.gpus
     total = facts.use(g.total)
-    server = (facts.use(g.mode_per_server.get("agent_roll")) or facts.use(facts.servers[0].gpus if 0 in facts.servers
-                                                                          else None) or facts.use(g.per_server))
+    server = first_given(facts.use(g.mode_per_server.get("agent_roll")),
+                         facts.use(facts.servers[0].gpus if 0 in facts.servers else None), facts.use(g.per_server))
     if server is None:
-        server = total or 1
+        server = 1 if total is None else total
         notes.append(f"No GPU count for server1: using {server}" + (" (the total)." if total else "."))
     if total is None:
         total = server

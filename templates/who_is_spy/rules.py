@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 
 from vibe_rl.errors import PlannerError
-from vibe_rl.planner.common import (constraints, game_parameter, no_model_path, planned_modes, reward, short_name,
-                                     static_endpoint, static_note, training)
+from vibe_rl.planner.common import (constraints, first_given, game_parameter, no_model_path, planned_modes, reward,
+                                     short_name, static_endpoint, static_note, training)
 from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.servers import segments
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
@@ -22,9 +23,12 @@ TRAIN_WORDS = r"可训练|训练|共享|trainable|trained|\bshare[sd]?\b|\btrain
 PLAYERS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)",
            rf"(?:玩家|players?)\s*(?:数|人数|数量)?\s*(?:[:：=]|为|有)?\s*{NUM}\s*(?:人|名)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|spy\b|undercover)",
-         rf"{NUM}\s*of them (?:are|is) (?:the )?(?:spies|spy|undercover)",
+         rf"{NUM}\s*(?:of them\s+|of whom\s+)?(?:are|is|play|plays|being)\s+(?:the\s+|a\s+)?(?:spies|spy|undercover)",
+         rf"(?:of which|of whom|among them|其中)\s*{NUM}\s*(?:名|个|位|人)?\s*(?:are\s+|is\s+|是)?(?:the\s+)?"
+         rf"(?:spies|spy|undercover|卧底)",
          rf"(?:卧底|spies)\s*(?:有|为|[:：])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
+OTHER = {"spies": "civilians", "civilians": "spies"}
 
 
 def _side_of(text: str, position: int) -> str | None:
@@ -57,16 +61,33 @@ def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
     return game
 
 
+def trained_side(text: str) -> str | None:
+    """The side the spec says trains ("train the spies", "trained side: spies", "civilians are trainable",
+    "训练卧底"), or None when it names neither or both."""
+    sides = set()
+    for side, words in (("spies", SPY_WORDS), ("civilians", CIVILIAN_WORDS)):
+        if re.search(rf"(?:\btrain(?:ing|ed)?|trained side|trainable side|learning side|learners?|训练|可训练)\s*"
+                     rf"(?:[:：=]\s*)?(?:only\s+)?(?:the\s+)?(?:{words})", text, re.IGNORECASE) or re.search(
+                rf"(?:{words})\s*(?:are|is|get|will be|should be|shall be)?\s*(?:the\s+)?(?:trained|trainable|"
+                rf"learners?|\btrain\b|\bshare\b|可训练|训练|共享)", text, re.IGNORECASE):
+            sides.add(side)
+    return sides.pop() if len(sides) == 1 else None
+
+
 def opponent(facts: Facts, notes: list[str]) -> tuple[str, StaticModel]:
-    """(the side that plays a static model in agent_roll, that model)."""
+    """(the side that plays a static model in agent_roll, that model). A side the spec says trains decides;
+    else a static model belongs to the team named just before it."""
     static = None
+    trained = trained_side(facts.text)
     for position, model in facts.static_models:
-        side = _side_of(facts.text, position) or "spies"
+        side = OTHER[trained] if trained else (_side_of(facts.text, position) or "spies")
         if static is None or side == "spies":
             static = (side, model)
     if static is None:
-        trained = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{TRAIN_WORDS})", facts.text, re.IGNORECASE)
-        side = "civilians" if trained else "spies"
+        said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{TRAIN_WORDS})", facts.text, re.IGNORECASE)
+        if said and re.search(CIVILIAN_WORDS, facts.text[max(0, said.start() - 12):said.start()], re.IGNORECASE):
+            said = None  # "平民和卧底各自...训练": both sides train (adversarial), not the spies alone
+        side = OTHER[trained] if trained else ("civilians" if said else "spies")
         notes.append(f"No opponent model named: the {side} play 'opponent' in agent_roll, a frozen local copy "
                      "of the trainable model.")
         return side, StaticModel(name="opponent")
@@ -76,10 +97,13 @@ def opponent(facts: Facts, notes: list[str]) -> tuple[str, StaticModel]:
 def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     second = facts.server_path(1)
-    if second is None:  # a path in a clause about the spies (not the first path) is server 2's
+    if second is None:  # a path in a clause (or, after it, the same segment) about the spies is server 2's
         for found in facts.model_paths:
-            if found is not first and re.search(SPY_WORDS, facts.text[facts.src.clause_of(found.start)[0]:found.start],
-                                                re.IGNORECASE):
+            clause_start = facts.src.clause_of(found.start)[0]
+            segment_end = next((b for a, b in segments(facts.src, *facts.src.clause_of(found.start))
+                                if a <= found.start < b), found.end)
+            if found is not first and (re.search(SPY_WORDS, facts.text[clause_start:found.start], re.IGNORECASE)
+                                       or re.search(SPY_WORDS, facts.text[found.end:segment_end], re.IGNORECASE)):
                 second = found
     path1 = facts.use(first) or "tiny"
     if first is None:
@@ -90,29 +114,35 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
     return path1, path2
 
 
-def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int]:
-    """(agent_roll GPUs, agent_roll_adv GPUs of server1 and server2, total). A count said of one server
-    ("server 2 uses 2 GPUs") holds in every mode; a mode's count wins over it for that mode."""
+def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
+    """(agent_roll GPUs, agent_roll_adv GPUs of server1 and server2, total, whether agent_roll_adv's counts are
+    the planner's fill rather than the spec's). A count said of one server
+    ("server 2 uses 2 GPUs") holds in every mode; a mode's count wins over it for that mode. 0 is a count
+    (CPU), not a missing one."""
     g, srv = facts.gpus, facts.servers
     total = facts.use(g.total)
     per_server = facts.use(g.per_server)
     own = [facts.use(srv[i].gpus) if i in srv else None for i in (0, 1)]
-    roll = facts.use(g.mode_per_server.get("agent_roll")) or own[0] or per_server
+    roll = first_given(facts.use(g.mode_per_server.get("agent_roll")), own[0], per_server)
     if roll is None:
-        roll = total or 1
-        notes.append(f"agent_roll: no GPU count for its server: using {roll}" + (" (the total)." if total else "."))
+        roll = 1 if total is None else total
+        notes.append(f"agent_roll: no GPU count for its server: using {roll}"
+                     + (" (the total)." if total is not None else "."))
     each = facts.use(g.mode_per_server.get("agent_roll_adv"))
-    adv = [each or own[i] or per_server for i in (0, 1)]
-    if None in adv:
-        split = facts.use(g.mode_total.get("agent_roll_adv")) or total
-        fill = max(split // 2, 1) if split else 1
+    adv = [first_given(each, own[i], per_server) for i in (0, 1)]
+    filled = None in adv
+    if filled:
+        split = first_given(facts.use(g.mode_total.get("agent_roll_adv")), total)
+        fill = 1 if split is None else (split // 2 if split != 1 else 1)
         adv = [a if a is not None else fill for a in adv]
         notes.append(f"agent_roll_adv: no GPUs per server given: using {adv[0]} + {adv[1]}"
-                     + (f" (half of {split} each)." if split else "."))
+                     + (f" (half of {split} each)." if split and split > 1 else "."))
+    if total is None and g.mode_total.get("agent_roll_adv") is not None:  # "adversarial: 8 GPUs" is the node's
+        total = facts.use(g.mode_total["agent_roll_adv"])
     if total is None:
         total = max(roll, sum(adv))
         notes.append(f"No total GPU count given: the node needs {total}.")
-    return roll, adv, total
+    return roll, adv, total, filled
 
 
 def ports(facts: Facts, notes: list[str]) -> list[int]:
@@ -133,7 +163,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     static_model = static_endpoint(facts, static_model) if facts.static_models else static_model
     trained_side = "civilians" if static_side == "spies" else "spies"
     path1, path2 = server_paths(facts, notes)
-    roll_gpus, adv_gpus, total = gpus(facts, notes)
+    roll_gpus, adv_gpus, total, filled = gpus(facts, notes)
     port1, port2 = ports(facts, notes)
     all_modes = [
         Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
@@ -143,6 +173,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
              rewarded={"server1": "civilians", "server2": "spies"}, gpus={"server1": adv_gpus[0], "server2": adv_gpus[1]}),
     ]
     modes = planned_modes(facts, all_modes, notes)
+    if (filled and sum(adv_gpus) > total and len(modes) > 1 and "agent_roll_adv" not in facts.modes_named
+            and not re.search(r"adversarial|对抗|both (?:teams|sides)", facts.text, re.IGNORECASE)):
+        modes = [m for m in modes if m.name != "agent_roll_adv"]
+        notes.append(f"agent_roll_adv left out: it runs two servers on separate GPUs and the spec gives {total}. "
+                     "Give 2 or more GPUs to plan it too.")
     roll = any(m.name == "agent_roll" for m in modes)
     statics = [static_model] if roll else []
     for model in statics:
