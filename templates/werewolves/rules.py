@@ -43,14 +43,15 @@ _WOLF = r"werewol(?:f|ves|fs)"
 GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?=\s+(?:with|on|for|using|in|via|game|rl|training|self-play|"
              rf"agents?|project)\b|\s*[:(.;：（]|\s*$)"
              rf"|({_WOLF})(?=\s+(?:game|rl|self-play|environment|env)\b)"
-             rf"|(?:game|round|rounds)\s+of\s+(?:the\s+)?({_WOLF})\b")
+             rf"|(?:game|round|rounds)\s+of\s+(?:the\s+)?({_WOLF})\b"
+             rf"|(?<=[:：])\s*({_WOLF})(?=\s*[,，;；])")  # "Quick one: werewolves, seer trains"
 
 
 def without_game_name(text: str) -> str:
     """The text with each mention of "werewolves" that names the game blanked out (same length)."""
     out = list(text)
     for m in re.finditer(GAME_NAME, text, re.IGNORECASE | re.MULTILINE):
-        group = next(i for i in (1, 2, 3) if m.group(i))
+        group = next(i for i in (1, 2, 3, 4) if m.group(i))
         out[m.start(group):m.end(group)] = " " * (m.end(group) - m.start(group))
     return "".join(out)
 

@@ -55,6 +55,7 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
         rf"\btotal(?:\s+of)?\s+{NUM}\s*{_STEPS}",
         rf"{NUM}\s*{_STEPS}\s+(?:in\s+)?total",
         rf"{NUM}\s*{_STEPS}\s+of\s+training",
+        rf"{NUM}\s*(?:training|gradient|weight|optimi[sz]er|rl|grpo)\s+(?:steps|updates|iterations)",
         rf"(?:训练|跑)\s*{NUM}\s*(?:步|个?\s*steps?)", rf"(?:总共|共)\s*{NUM}\s*步",
     ], to_int),
     "lr": ([rf"(?:\blr\b|learning[\s_-]*rate|学习率){IS}{FLOAT}"], float),
@@ -63,6 +64,8 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
         rf"(?:max[\s_-]*(?:new[\s_-]*)?tokens|max[\s_-]*(?:completion|response|generation|output|answer)[\s_-]*"
         rf"(?:length|len|tokens)|response[\s_-]*length|最大生成长度|最大\s*token\s*数|最大输出长度|最大回复长度|"
         rf"最大生成\s*token\s*数?){IS}(-?\d+)",
+        rf"max[\s_-]*(?:new[\s_-]*)?tokens\s+(?:per|for each|each|an?)\s+(?:answer|reply|response|turn|call|message|"
+        rf"generation|completion){IS}(-?\d+)",
         rf"(?:answers?|replies|responses?|outputs?|generations?|completions?)\s*(?:of|capped at|limited to|up to|"
         rf"at most|<=|≤)\s*{NUM}\s*tokens",
         rf"(?:up to|at most|最多)\s*{NUM}\s*tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|"
