@@ -29,6 +29,17 @@ def _prompts(req: CompletionRequest) -> list[str | list[int]]:
     return list(p)
 
 
+def _check_ids(engine: Any, prompts: list[str | list[int]]) -> None:
+    """Token-id prompts must hold ids of the vocabulary (400 naming the first bad one), before anything decodes them."""
+    vocab = getattr(engine, "vocab_size", None) or len(engine.tokenizer)
+    for i, p in enumerate(prompts):
+        bad = next((t for t in p if not 0 <= t < vocab), None) if isinstance(p, list) else None
+        if bad is not None:
+            raise ApiError(400, f"prompt[{i}] holds the token id {str(bad)[:24]}, outside this model's vocabulary (ids 0 to "
+                                f"{vocab - 1}). Send ids from the model's own tokenizer, or send text.",
+                           code="invalid_token_id", param="prompt")
+
+
 def _encode(engine: Any, prompts: list[str | list[int]], prefixes: PrefixCache) -> list[tuple[str, list[int]]]:
     out = []
     for p in prompts:
@@ -75,7 +86,14 @@ async def complete(serving: Any, req: CompletionRequest, api_key: str | None, pl
 async def _run(serving: Any, req: CompletionRequest, timing: dict[str, Any], prefixes: PrefixCache,
                ignored: list[str]) -> ChatResult:
     engine, rollout = serving.engine, serving.job.rollout
-    prompts = await asyncio.to_thread(_encode, engine, _prompts(req), prefixes)
+    raw = _prompts(req)
+    cap = serving.config.max_choices
+    if len(raw) * req.n > cap:
+        raise ApiError(400, f"{len(raw)} prompts x n={req.n} ask for {len(raw) * req.n} completions in one call; at "
+                            f"most {cap} are served (ServerConfig.max_choices). Split the prompts over several "
+                            "calls.", code="too_many_choices", param="prompt")
+    _check_ids(engine, raw)
+    prompts = await asyncio.to_thread(_encode, engine, raw, prefixes)
     longest = max(len(ids) for _, ids in prompts)
     if longest >= engine.max_model_len or not all(ids for _, ids in prompts):
         raise ApiError(400, f"Every prompt needs 1 to {engine.max_model_len - 1} tokens (model.max_model_len is "

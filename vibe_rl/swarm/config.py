@@ -39,6 +39,8 @@ class ServerConfig(BaseModel):
         "--allowed-host: extra Host/Origin names accepted besides the bind address and loopback names"))
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body (else 413)")
     max_messages: int = Field(default=2048, ge=1, description="Most messages in one chat call (else 400)")
+    max_choices: int = Field(default=256, ge=1, description=(
+        "Most completions one /v1/completions call may ask for (prompts x n; else 400)"))
     max_task_id_chars: int = Field(default=256, ge=1, description="Longest task_id accepted by end (else 400)")
     max_metadata_bytes: int = Field(default=256 * 1024, ge=0,
                                     description="Largest task + output metadata of one end, as JSON (else 413)")
