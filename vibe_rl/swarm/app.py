@@ -132,7 +132,8 @@ def build_app(config: ServerConfig, token: str | None = None) -> Any:
     async def _http(request: Any, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 404:
             message = (f"No route {request.method} {request.url.path}. The swarm server serves /v1/chat/completions, "
-                       "/v1/models, /episode/{begin,end,abort}, /control/{start,status,stop,traces}, /healthz.")
+                       "/v1/completions, /v1/models, /episode/{begin,end,abort}, /control/{start,status,stop,updates,traces,ui}, "
+                           "/healthz (docs/client.md, 'The HTTP endpoints').")
         else:
             message = str(exc.detail)
         return envelope(ApiError(exc.status_code, message, code=f"http_{exc.status_code}"))

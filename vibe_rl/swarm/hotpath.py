@@ -46,6 +46,10 @@ def _parse(model: type[BaseModel], raw: bytes) -> Any:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
         raise validation_error(exc.errors()) from None
+    except OverflowError as exc:  # e.g. a reward of 10**400: an int too large for a float
+        raise ApiError(400, f"A number in the body is out of range ({exc}). Send numbers that fit a 64-bit float "
+                            "(rewards: |reward| <= ServerConfig.max_abs_reward, 1e6 by default).",
+                       code="number_out_of_range") from None
     except (RecursionError, ValueError) as exc:  # nesting beyond the parser's limit
         raise ApiError(400, f"Malformed JSON body: {type(exc).__name__}.", code="invalid_json") from None
 
@@ -79,17 +83,27 @@ async def abort(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
                          scope.get("vibe_admin", False))
 
 
+def _episode_key(serving: Any, scope: dict) -> str | None:
+    """The episode key of a model call; the admin token is refused with its own explanation."""
+    key = _credential(scope)
+    if scope.get("vibe_admin") and key not in serving.keys:
+        raise ApiError(401, "The admin token does not call models: each model call goes through an episode. Begin "
+                            "one (swarm.episode(task) / POST /episode/begin) and send its api_key "
+                            "(Authorization: Bearer <api_key>).", code="invalid_api_key")
+    return key
+
+
 async def chat(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
     body = _parse(ChatCompletionRequest, raw)
-    return await serving.chat(body, _credential(scope), _header(scope, b"x-player"), timing)
+    return await serving.chat(body, _episode_key(serving, scope), _header(scope, b"x-player"), timing)
 
 
 async def completions(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
     from vibe_rl.swarm.completions import complete
     from vibe_rl.swarm.protocol import CompletionRequest
 
-    return await complete(serving, _parse(CompletionRequest, raw), _credential(scope), _header(scope, b"x-player"),
-                          timing)
+    return await complete(serving, _parse(CompletionRequest, raw), _episode_key(serving, scope),
+                          _header(scope, b"x-player"), timing)
 
 
 Handler = Callable[[Any, dict, bytes, dict], Awaitable[Any]]

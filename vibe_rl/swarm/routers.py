@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from vibe_rl.schema import TrainJob
 from vibe_rl.swarm.protocol import ApiError
@@ -40,15 +40,49 @@ async def _optional_json(request: Request) -> Any:
 control = APIRouter(prefix="/control")
 
 
+def unknown_keys(model: type[BaseModel], data: Any, where: str = "") -> list[str]:
+    """Dotted names of the keys in `data` that `model` (recursively) has no field for: a misspelt
+    setting (`trian.lr`, `rollout.max_token`) would otherwise be dropped and its default trained with."""
+    if not isinstance(data, dict):
+        return []
+    out = []
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            out.append(f"{where}{key}")
+            continue
+        sub = next((t for t in (field.annotation, *get_args(field.annotation))
+                    if isinstance(t, type) and issubclass(t, BaseModel)), None)
+        if sub is None:  # list[StaticModel] and the like
+            sub = next((a for t in get_args(field.annotation) for a in get_args(t) or (t,)
+                        if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if sub is not None:
+            for i, item in enumerate(value if isinstance(value, list) else [value]):
+                out += unknown_keys(sub, item, f"{where}{key}{f'[{i}]' if isinstance(value, list) else ''}.")
+    return out
+
+
 @control.post("/start")
 async def start(request: Request) -> Response:
     data = await _optional_json(request)
     if isinstance(data, dict) and set(data) == {"job"}:
         data = data["job"]
+    if data is not None and not isinstance(data, dict):
+        raise ApiError(400, f"The body must be a TrainJob as a JSON object (or {{\"job\": {{...}}}}), not "
+                            f"{type(data).__name__}.", code="invalid_job")
+    unknown = unknown_keys(TrainJob, data)
+    if unknown:
+        raise ApiError(400, f"Unknown TrainJob fields: {', '.join(unknown[:10])}. Check their spelling against the "
+                            "job reference (docs/client.md, 'The job'); nothing was started.", code="invalid_job",
+                       param=unknown[0])
     try:
         job = None if data is None else TrainJob.model_validate(data)
     except ValidationError as exc:
-        raise ApiError(400, f"Invalid TrainJob: {exc}", code="invalid_job") from None
+        from vibe_rl.swarm.app import validation_error
+
+        err = validation_error(exc.errors())
+        raise ApiError(400, err.message.replace("Invalid request:", "Invalid TrainJob:", 1), code="invalid_job",
+                       param=err.param) from None
     return _json(await _serving(request).start(job))
 
 
@@ -64,6 +98,7 @@ async def stop(request: Request) -> Response:
 
 @control.get("/updates")
 async def updates(request: Request, since: int = 0, limit: int = 1000) -> Response:
+    since = max(-1, min(since, 2**63 - 1))  # SQLite integers are 64-bit; a larger `since` has no rows anyway
     return _json(_serving(request).updates_view(since, limit))
 
 
