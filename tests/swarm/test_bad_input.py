@@ -150,3 +150,80 @@ def test_server_still_serves_after_all_that(shared_server, client):
     assert models == [api.model]
     assert client.end_episode(Task(task_id="t2"), episode_uuid, WorkflowOutput(reward=0.0))["trainable_turns"] == 4
     assert client.get_engine_status()["errors"] == []
+
+
+def test_content_parts_tools_and_tool_messages_are_checked(shared_server, client):
+    _, api, llm = begin(client)
+    user = {"role": "user", "content": "hi"}
+    bad = [  # (what a client sends, the code of the 400, the param it names)
+        ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x/a.png"}}]}]},
+         "unsupported_content", "messages[0].content[0]"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+         "invalid_request", "messages[0].content[0].text"),
+        ({"messages": [user], "tools": [{"type": "function", "function": 5}]}, "invalid_tools", "tools[0]"),
+        ({"messages": [user], "tools": [{"type": "function"}]}, "invalid_tools", "tools[0]"),
+        ({"messages": [user, {"role": "tool", "tool_call_id": "call_9", "content": "ok"}]},
+         "invalid_tool_message", "messages[1]"),
+        ({"messages": [user, {"role": "tool", "content": "ok"}]}, "invalid_tool_message", "messages[1].tool_call_id"),
+    ]
+    for kwargs, code, param in bad:
+        with pytest.raises(openai.BadRequestError) as info:
+            llm.chat.completions.create(model=api.model, max_tokens=2, **kwargs)
+        assert info.value.code == code and info.value.body["param"] == param, info.value.body
+    # The OpenAI tool loop as the SDK documents it is served: a call, then its result.
+    call = {"id": "call_1", "type": "function", "function": {"name": "vote", "arguments": '{"player": 3}'}}
+    tools = [{"type": "function", "function": {"name": "vote", "parameters": {"type": "object"}}}]
+    reply = llm.chat.completions.create(model=api.model, max_tokens=2, tools=tools, messages=[
+        user, {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "player 3 is out"}])
+    assert reply.choices[0].finish_reason in ("stop", "length", "tool_calls")
+
+
+def test_empty_stop_strings_are_ignored_not_applied_to_the_content(shared_server, client):
+    _, api, llm = begin(client)
+    ask = dict(model=api.model, messages=[{"role": "user", "content": "go"}], max_tokens=6, temperature=0)
+    plain = llm.chat.completions.create(**ask).choices[0].message.content
+    assert plain  # the tiny model's greedy answer to "go" is not empty
+    for stop in ("", [""]):
+        assert llm.chat.completions.create(**ask, stop=stop).choices[0].message.content == plain
+
+
+def test_completion_prompts_are_checked_before_anything_decodes_them(shared_server, client):
+    _, api, llm = begin(client)
+    for ids in ([-1], [10**20]):
+        with pytest.raises(openai.BadRequestError, match="outside this model's vocabulary") as info:
+            llm.completions.create(model=api.model, prompt=ids, max_tokens=1)
+        assert info.value.code == "invalid_token_id"
+    with pytest.raises(openai.BadRequestError, match="Split the prompts") as info:
+        llm.completions.create(model=api.model, prompt=["a"] * 100, n=3, max_tokens=1)
+    assert info.value.code == "too_many_choices"
+    assert client.get_engine_status()["errors"] == []
+
+
+def test_huge_numbers_and_the_admin_token_on_model_calls(shared_server, client):
+    url = shared_server.url
+    episode_uuid, api, _ = begin(client)
+    raw = f'{{"episode_uuid": "{episode_uuid}", "task": {{"task_id": "t"}}, "output": {{"reward": 1{"0" * 400}}}}}'
+    err = envelope(end_raw(url, None, raw=raw), 400)
+    assert err["code"] == "number_out_of_range" and "max_abs_reward" in err["message"]
+    resp = httpx.get(url + f"/control/updates?since={10**30}", headers=admin(url))
+    assert resp.status_code == 200 and resp.json()["updates"] == []
+    admin_llm = openai.OpenAI(base_url=api.base_url, api_key=admin(url)["authorization"].split()[1], max_retries=0)
+    with pytest.raises(openai.AuthenticationError, match="admin token does not call models"):
+        admin_llm.chat.completions.create(model=api.model, messages=[{"role": "user", "content": "hi"}])
+    # The episode survived all of it, and nothing reached the server's error list.
+    assert client.end_episode(Task(task_id="t"), episode_uuid, WorkflowOutput(reward=1.0))["already_ended"] is False
+    assert client.get_engine_status()["errors"] == []
+
+
+def test_control_start_names_unknown_job_fields(shared_server):
+    url = shared_server.url
+    for body, param in (({"trian": {"lr": 0.1}}, "trian"), ({"train": {"learning_rate": 0.1}}, "train.learning_rate"),
+                        ({"job": {"model": {"lora": {"rnak": 8}}}}, "model.lora.rnak")):
+        err = envelope(httpx.post(url + "/control/start", json=body, headers=admin(url)), 400)
+        assert err["code"] == "invalid_job" and err["param"] == param and "nothing was started" in err["message"]
+    err = envelope(httpx.post(url + "/control/start", json=[1], headers=admin(url)), 400)
+    assert "JSON object" in err["message"]
+    err = envelope(httpx.post(url + "/control/start", json={"model": {"path": 5}}, headers=admin(url)), 400)
+    assert err["param"] == "model.path" and "https://" not in err["message"]  # no pydantic boilerplate
+    assert httpx.get(url + "/control/status", headers=admin(url)).json()["state"] == "ROLLING"

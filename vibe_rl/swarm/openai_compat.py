@@ -48,8 +48,56 @@ def _common(req: ChatCompletionRequest | CompletionRequest) -> list[str]:
     return sorted(k for k in extra if k not in IGNORED and k not in REFUSED_EXTRA)
 
 
+def _bad(param: str, message: str, code: str = "invalid_request") -> ApiError:
+    return ApiError(400, f"{param}: {message}.", code=code, param=param)
+
+
+def check_tools(tools: list[dict[str, Any]] | None) -> None:
+    """Each tool must be OpenAI's function tool; a malformed one would be rendered into the prompt as junk."""
+    for i, tool in enumerate(tools or []):
+        fn = tool.get("function")
+        if tool.get("type", "function") != "function" or not isinstance(fn, dict) \
+                or not isinstance(fn.get("name"), str) or not fn["name"] \
+                or not isinstance(fn.get("parameters", {}), dict):
+            raise _bad(f"tools[{i}]", 'a tool must be {"type": "function", "function": {"name": "<non-empty str>", '
+                                      '"description": "<str>", "parameters": {<JSON schema object>}}}; got '
+                                      f"{str(tool)[:200]}", code="invalid_tools")
+
+
+def check_message_shapes(req: ChatCompletionRequest) -> None:
+    """Content parts must be text (a text model would silently drop an image, and the recorded answer
+    would be trained as if it had seen it); a tool message must answer a call of the assistant message
+    just before it (OpenAI's rule), so every recorded tool result belongs to a call."""
+    open_ids: set[str] = set()
+    for i, m in enumerate(req.messages):
+        for k, part in enumerate(m.content if isinstance(m.content, list) else []):
+            kind = part.get("type", "text")
+            if kind != "text":
+                raise _bad(f"messages[{i}].content[{k}]", f"content parts of type {kind!r} are not served: this "
+                           "server runs a text-only model. Send text parts ({'type': 'text', 'text': '...'}) or a "
+                           "plain string", code="unsupported_content")
+            if not isinstance(part.get("text"), str):
+                raise _bad(f"messages[{i}].content[{k}].text", "a text part needs a string 'text'")
+        if m.role == "tool":
+            if not m.tool_call_id:
+                raise _bad(f"messages[{i}].tool_call_id", "a tool message needs the tool_call_id of the call it "
+                           "answers (the 'id' of one of the preceding assistant message's tool_calls)",
+                           code="invalid_tool_message")
+            if m.tool_call_id not in open_ids:
+                raise _bad(f"messages[{i}]", f"the tool message answers tool_call_id {m.tool_call_id!r}, but the "
+                           "messages just before it (an assistant message with tool_calls, then its tool results) "
+                           f"hold no call with that id (open calls: {sorted(open_ids) or 'none'}). Put the assistant "
+                           "message with that tool call right before its tool results", code="invalid_tool_message")
+        elif m.role == "assistant":
+            open_ids = {str(c.get("id")) for c in m.tool_calls or [] if c.get("id") is not None}
+        else:
+            open_ids = set()
+
+
 def check_chat(req: ChatCompletionRequest) -> list[str]:
     """Raise ApiError(400) for what a local engine cannot serve; return the names of unknown fields."""
+    check_tools(req.tools)
+    check_message_shapes(req)
     kind = (req.response_format or {}).get("type", "text")
     if kind != "text":
         raise _refuse("response_format", f"type '{kind}' is not supported: {NO_CONSTRAINTS}. Ask for JSON in "

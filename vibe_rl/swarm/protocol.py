@@ -15,6 +15,13 @@ from vibe_rl.schema import Task, TrainJob, WorkflowOutput
 # ---------------------------------------------------------------- OpenAI chat wire format
 
 
+def _stop_list(stop: str | list[str] | None) -> list[str]:
+    """The stop strings; empty ones are ignored (the engine ignores them too: one would match at once)."""
+    if stop is None:
+        return []
+    return [s for s in ([stop] if isinstance(stop, str) else stop) if s]
+
+
 class ChatMessage(BaseModel):
     """One chat message as the OpenAI API sends it (extra keys are kept and ignored)."""
 
@@ -72,9 +79,7 @@ class ChatCompletionRequest(BaseModel):
     logit_bias: dict[str, float] | None = Field(default=None, description="Only empty is served")
 
     def stop_list(self) -> list[str]:
-        if self.stop is None:
-            return []
-        return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+        return _stop_list(self.stop)
 
 
 class CompletionRequest(BaseModel):
@@ -103,9 +108,7 @@ class CompletionRequest(BaseModel):
     user: str | None = Field(default=None, description="Player tag (recorded)")
 
     def stop_list(self) -> list[str]:
-        if self.stop is None:
-            return []
-        return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+        return _stop_list(self.stop)
 
 
 # ---------------------------------------------------------------- episodes
