@@ -227,3 +227,14 @@ def test_control_start_names_unknown_job_fields(shared_server):
     err = envelope(httpx.post(url + "/control/start", json={"model": {"path": 5}}, headers=admin(url)), 400)
     assert err["param"] == "model.path" and "https://" not in err["message"]  # no pydantic boilerplate
     assert httpx.get(url + "/control/status", headers=admin(url)).json()["state"] == "ROLLING"
+
+
+def test_a_job_dict_with_a_misspelt_field_is_refused_by_the_client(shared_server, client):
+    from vibe_rl.errors import ConfigError
+    from vibe_rl.schema import TrainJob
+
+    with pytest.raises(ConfigError, match=r"Unknown TrainJob fields: train\.learning_rate, rollout\.max_token"):
+        client.auto_sync_train_config_and_start_engine({"train": {"learning_rate": 0.1}, "rollout": {"max_token": 8}})
+    # A correct dict is validated and sent: here the job the shared server already runs, so it is a no-op.
+    status = client.auto_sync_train_config_and_start_engine(TrainJob().model_dump(mode="json"), verbose=False)
+    assert status["state"] in ("ROLLING", "WEIGHT_SYNCING") and isinstance(client.job, TrainJob)

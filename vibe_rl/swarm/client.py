@@ -41,11 +41,11 @@ from typing import Any
 
 import httpx
 
-from vibe_rl.errors import SwarmError
+from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
 from vibe_rl.swarm.episodes import Episode, open_episode
-from vibe_rl.swarm.protocol import EngineStatus, Update
+from vibe_rl.swarm.protocol import EngineStatus, Update, unknown_keys
 
 log = logging.getLogger("vibe_rl.swarm.client")
 
@@ -139,11 +139,17 @@ class SwarmClient:
 
     # ------------------------------------------------------------ control
 
-    def auto_sync_train_config_and_start_engine(self, job: TrainJob | str | Path, wait: bool = True,
+    def auto_sync_train_config_and_start_engine(self, job: TrainJob | dict | str | Path, wait: bool = True,
                                                 verbose: bool = True) -> dict[str, Any]:
-        """Send the job and start the engine; wait until ROLLING. The server's --model/--set win:
-        `self.job` is set to the job it actually runs."""
-        if not isinstance(job, TrainJob):
+        """Send the job (a TrainJob, a dict checked field by field, or a YAML path) and start the engine; wait
+        until ROLLING. The server's --model/--set win: `self.job` is set to the job it actually runs."""
+        if isinstance(job, dict):
+            unknown = unknown_keys(TrainJob, job)
+            if unknown:  # TrainJob.model_validate would drop them, and their defaults would train
+                raise ConfigError(f"Unknown TrainJob fields: {', '.join(unknown[:10])}. Check their spelling against "
+                                  "the job reference (docs/client.md, 'The job').")
+            job = TrainJob.model_validate(job)
+        elif not isinstance(job, TrainJob):
             job = TrainJob.from_yaml(job)
         status = self._call("POST", "/control/start", job.model_dump(mode="json"))
         for note in status.get("notes", []):

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from vibe_rl.schema import TrainJob
-from vibe_rl.swarm.protocol import ApiError
+from vibe_rl.swarm.protocol import ApiError, unknown_keys
 from vibe_rl.swarm.serving import SwarmServing
 
 
@@ -38,28 +38,6 @@ async def _optional_json(request: Request) -> Any:
 
 
 control = APIRouter(prefix="/control")
-
-
-def unknown_keys(model: type[BaseModel], data: Any, where: str = "") -> list[str]:
-    """Dotted names of the keys in `data` that `model` (recursively) has no field for: a misspelt
-    setting (`trian.lr`, `rollout.max_token`) would otherwise be dropped and its default trained with."""
-    if not isinstance(data, dict):
-        return []
-    out = []
-    for key, value in data.items():
-        field = model.model_fields.get(key)
-        if field is None:
-            out.append(f"{where}{key}")
-            continue
-        sub = next((t for t in (field.annotation, *get_args(field.annotation))
-                    if isinstance(t, type) and issubclass(t, BaseModel)), None)
-        if sub is None:  # list[StaticModel] and the like
-            sub = next((a for t in get_args(field.annotation) for a in get_args(t) or (t,)
-                        if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        if sub is not None:
-            for i, item in enumerate(value if isinstance(value, list) else [value]):
-                out += unknown_keys(sub, item, f"{where}{key}{f'[{i}]' if isinstance(value, list) else ''}.")
-    return out
 
 
 @control.post("/start")
