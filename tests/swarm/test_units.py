@@ -145,3 +145,21 @@ def test_server_overrides_win_over_the_synced_job_and_say_so():
     assert job.model.path == "tiny" and job.train.batch_size == 3 and job.rollout.max_tokens == 7
     assert job.experiment.dir == "/x" and len(notes) == 3 and "/models/qwen" in notes[0]
     assert ServerConfig().effective_job(TrainJob())[1] == []
+
+
+def test_player_tags_cannot_overwrite_or_flood_the_reward_metrics():
+    from vibe_rl.rl.samples import Turn
+    from vibe_rl.swarm.metrics import MAX_ROLES, batch_metrics
+    from vibe_rl.swarm.pool import CompletedEpisode
+
+    def episode(i: int, reward: float, player: str) -> CompletedEpisode:
+        return CompletedEpisode(f"e{i}", "t", reward, [Turn([1], [2], [-0.1], player=player)])
+
+    # 'mean:...' is a role named like a statistic: reward_mean stays the mean of all episodes.
+    group = [episode(0, 1.0, "mean:player_1"), episode(1, 0.0, "civilian:player_2")]
+    out = batch_metrics([group])
+    assert out["reward_mean"] == 0.5 and out["reward_role_mean"] == 1.0 and out["reward_civilian"] == 0.0
+    # OpenAI's meaning of `user` (one id per end user) must not add a metric per id.
+    many = [episode(i, 0.5, f"user-{i}") for i in range(MAX_ROLES + 8)]
+    out = batch_metrics([many])
+    assert sum(k.startswith("reward_user-") for k in out) == MAX_ROLES and out["roles_not_reported"] == 8

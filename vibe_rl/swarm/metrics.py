@@ -17,6 +17,7 @@ from vibe_rl.swarm.pool import CompletedEpisode
 COUNT_KEYS = ("num_samples", "num_loss_tokens", "zero_advantage_samples", "truncated_samples",
               "truncated_loss_tokens", "dropped_samples", "nan_skipped", "nan_skipped_total")
 RENAMED = {"step": "engine_step", "version": "weight_version"}
+MAX_ROLES = 32  # per-role reward metrics of one update (the roles with the most episodes); the rest are counted
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -53,8 +54,13 @@ def batch_metrics(groups: list[list[CompletedEpisode]]) -> dict[str, Any]:
                 roles.add(role)
         for role in roles:  # an episode's reward counts once for each trainable role that played in it
             by_role.setdefault(role, []).append(ep.reward)
-    for role, values in sorted(by_role.items()):
-        out[f"reward_{role}"] = _stats(values)["mean"]
+    # A client may put anything in `user` (OpenAI's own meaning is an end-user id): keep the metrics bounded,
+    # and a role named like a statistic ('mean', 'max', ...) must not overwrite reward_mean / reward_max.
+    top = sorted(sorted(by_role.items()), key=lambda kv: -len(kv[1]))[:MAX_ROLES]
+    for role, values in sorted(top):
+        out[f"reward_role_{role}" if f"reward_{role}" in out else f"reward_{role}"] = _stats(values)["mean"]
+    if len(by_role) > MAX_ROLES:
+        out["roles_not_reported"] = len(by_role) - MAX_ROLES
     out.update(episodes=len(episodes), tasks=len(groups), trainable_turns=turns, tokens=tokens)
     return out
 
