@@ -61,8 +61,10 @@ def test_open_episodes_with_per_name_tasks_and_routing(shared_server):
             message = wolf.chat([{"role": "user", "content": "Who do we attack?"}], user="wolf:player_2",
                                 max_tokens=4)
             assert message.role == "assistant"
-            with pytest.raises(SwarmError, match="No output for episode"):
+            with pytest.raises(SwarmError, match=r"missing \['seer'\]"):
                 eps.end({"wolves": 1.0})
+            with pytest.raises(SwarmError, match=r"unknown \['seers'\]"):  # a misspelt name: nothing is sent
+                eps.end({"wolves": 1.0, "seer": 0.0, "seers": 0.0})
             eps.end({"wolves": 1.0, "seer": WorkflowOutput(reward=0.0, metadata={"team": "seer"})})
         assert counts(swarm)[0] == done + 2
 
@@ -98,3 +100,26 @@ def test_typed_status_declares_every_field_the_server_sends(shared_server):
             models = ModelList.model_validate(ep.openai().models.list().model_dump())
             assert models.data[0].id == ep.model
             ep.end(1.0)
+
+
+def test_client_mistakes_fail_before_any_episode_begins(shared_server):
+    from vibe_rl.errors import ConfigError
+    from vibe_rl.swarm import run_in_flight
+
+    with SwarmClient(shared_server.url) as swarm:
+        running = swarm.status().running_count
+        with pytest.raises(ConfigError, match=r"no task for \['seer'\]"):
+            with open_episodes({"wolves": swarm, "seer": swarm}, {"wolves": Task(task_id="g-1")}):
+                pass
+        with pytest.raises(ValueError, match="task_id"):  # a pydantic ValidationError: an empty task_id
+            with swarm.episode({"task_id": ""}):
+                pass
+        assert swarm.status().running_count == running  # nothing was begun, so nothing is left open
+        with swarm.episode({"task_id": "as-a-dict"}) as ep:  # a dict is a Task
+            ep.openai().chat.completions.create(model=ep.model, messages=[{"role": "user", "content": "hi"}])
+            ep.end(1.0)
+        endpoints = {"a": OpenaiBaseUrlAndApiKey(base_url="http://127.0.0.1:1/v1", api_key="k", model="m")}
+        with pytest.raises(SwarmError, match="not an open episode"):
+            LLMRouter({"spy": "a"}, endpoints, episode_for=lambda role: "b").llm_for("spy")
+        with pytest.raises(ConfigError, match="max_in_flight"):
+            run_in_flight(print, [1], max_in_flight=0)

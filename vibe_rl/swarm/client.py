@@ -204,6 +204,8 @@ class SwarmClient:
     def begin(self, task: Task, timeout: float | None = None, eval: bool = False) -> Episode:
         """Begin an episode of `task` (the context manager `episode` is usually nicer). An eval episode is
         served by the current weights and its reward is logged as eval/*, but it is never trained on."""
+        if not isinstance(task, Task):
+            task = Task.model_validate(task)  # before the episode begins: a bad task must not leave one open
         uuid, creds = self.begin_episode(timeout, kind="eval" if eval else "train")
         return Episode(self, uuid, creds, task, kind="eval" if eval else "train")
 
@@ -263,7 +265,8 @@ def run_in_flight(fn: Callable[[Any], Any], items: Iterable[Any], max_in_flight:
     with exponential back-off; an item that still fails is logged and counted, and the
     loop goes on. Returns the counts when `items` is exhausted."""
     if max_in_flight < 1:
-        raise ValueError("max_in_flight must be >= 1")
+        raise ConfigError(f"run_in_flight: max_in_flight must be >= 1, got {max_in_flight} (e.g. "
+                          "job.train.batch_size * job.train.grpo_n).")
     report = InFlightReport()
     source = iter(items)
     pending: dict[Future, tuple[Any, int]] = {}

@@ -94,9 +94,11 @@ class Episodes(dict[str, Episode]):
 
     def end(self, outputs: Mapping[str, float | WorkflowOutput]) -> None:
         """End every episode with its own output; a name without an output is an error (nothing is sent)."""
-        missing = sorted(set(self) - set(outputs))
-        if missing:
-            raise SwarmError(f"No output for episode(s) {missing}; pass one per name in {sorted(self)}.")
+        missing, unknown = sorted(set(self) - set(outputs)), sorted(set(outputs) - set(self))
+        if missing or unknown:  # nothing is sent: a misspelt name must not leave an episode without its reward
+            raise SwarmError(f"eps.end needs exactly one output per episode name {sorted(self)}; "
+                             + (f"missing {missing}" if missing else "") + ("; " if missing and unknown else "")
+                             + (f"unknown {unknown}" if unknown else "") + ".")
         for name, episode in self.items():
             episode.end(outputs[name])
 
@@ -134,7 +136,12 @@ def open_episodes(servers: Mapping[str, SwarmClient], task: Task | Mapping[str, 
                   eval: bool = False) -> Iterator[Episodes]:
     """One episode per name in `servers` (the same client may appear under several names, e.g. one episode
     per team), all of `task` or each of its own task (`{name: Task}`); aborted together on an exception."""
-    tasks = task if isinstance(task, Mapping) else dict.fromkeys(servers, task)
+    tasks = task if isinstance(task, Mapping) and not isinstance(task, Task) else dict.fromkeys(servers, task)
+    missing = sorted(set(servers) - set(tasks))
+    if missing:  # checked before any episode begins
+        raise ConfigError(f"open_episodes got no task for {missing}; pass one Task, or one per name in "
+                          f"{sorted(servers)}.")
+    tasks = {name: t if isinstance(t, Task) else Task.model_validate(t) for name, t in tasks.items()}
     opened = Episodes()
     try:
         for name, client in servers.items():
@@ -183,7 +190,11 @@ class LLMRouter:
     def llm_for(self, role: str) -> RoleLLM:
         if role not in self.team_models:
             raise SwarmError(f"Role '{role}' is not in the team table {sorted(self.team_models)}; add it there.")
-        target, via = self.team_models[role], self.endpoints[self.episode_for(role)]
+        target, name = self.team_models[role], self.episode_for(role)
+        if name not in self.endpoints:
+            raise SwarmError(f"episode_for({role!r}) named {name!r}, which is not an open episode "
+                             f"{sorted(self.endpoints)}.")
+        via = self.endpoints[name]
         if via.api_key not in self._clients:
             openai = require("openai", "calling models with the openai SDK")
             self._clients[via.api_key] = openai.OpenAI(base_url=via.base_url, api_key=via.api_key,
