@@ -63,3 +63,35 @@ def test_static_models_are_forwarded_recorded_and_not_trained(make_server, tmp_p
         client.close()
     server.stop()
     assert SECRET not in server.output() and SECRET not in json.dumps(status)
+
+
+def test_ep_end_waits_for_a_call_its_client_gave_up_on(make_server, tmp_path):
+    """A player's call that timed out in the client still runs on the server; ep.end waits for it (the server
+    answers 409 episode_busy with Retry-After) instead of failing, which made the block abort the episode."""
+    import threading
+
+    import pytest
+
+    release = threading.Event()
+
+    def slow(body: dict) -> str:
+        release.wait(60)
+        return "late answer"
+
+    with ScriptedAPI(slow) as upstream:
+        job = TrainJob(static_models=[StaticModel(name="slow-opponent", base_url_env="SLOW_URL",
+                                                  api_key_env="SLOW_KEY")])
+        config = tmp_path / "job.yaml"
+        config.write_text(yaml.safe_dump(job.model_dump(mode="json")))
+        server = make_server("busy", extra=["--config", str(config)], env={"SLOW_KEY": "k", "SLOW_URL": upstream.url})
+        with SwarmClient(server.url) as swarm:
+            swarm.auto_sync_train_config_and_start_engine(job, verbose=False)
+            msgs = [{"role": "user", "content": "your move"}]
+            with swarm.episode(Task(task_id="busy")) as ep:
+                ep.openai().chat.completions.create(model=ep.model, messages=msgs, user="civilian:p1")
+                impatient = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key, max_retries=0, timeout=0.5)
+                with pytest.raises(openai.APITimeoutError):
+                    impatient.chat.completions.create(model="slow-opponent", messages=msgs, user="spy:p2")
+                threading.Timer(1.0, release.set).start()
+                result = ep.end(1.0)
+            assert result.already_ended is False and result.llm_calls == 2 and result.trainable_turns == 1

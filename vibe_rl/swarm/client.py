@@ -125,7 +125,8 @@ class SwarmClient:
                 if fresh and fresh != self.token:
                     self.token, attempt = fresh, attempt + 1
                     continue
-            if resp.status_code == 429 and wait_busy and time.monotonic() < deadline:
+            if wait_busy and time.monotonic() < deadline and (resp.status_code == 429 or (
+                    resp.status_code == 409 and resp.headers.get("retry-after"))):  # 409 episode_busy: calls run
                 time.sleep(min(_retry_after(resp), max(0.0, deadline - time.monotonic())))
                 continue
             if resp.status_code >= 400:

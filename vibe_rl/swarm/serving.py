@@ -346,8 +346,10 @@ class SwarmServing(UpdateLoop):
         if self.store is None:
             raise self._not_ready("ep.end / end_episode")
         if ep.inflight:
-            raise ApiError(409, f"Episode {ep.uuid} still has {ep.inflight} LLM call(s) in flight; end it after "
-                                "they return, so no turn is lost.", code="episode_busy", param="episode_uuid")
+            raise ApiError(409, f"Episode {ep.uuid} still has {ep.inflight} LLM call(s) in flight (a call waits "
+                                "during a weight update, and runs on after its client gave up); end it after they "
+                                "return, so no turn is lost. SwarmClient retries this itself.", code="episode_busy",
+                           param="episode_uuid", retry_after=0.5)
         done = CompletedEpisode(ep.uuid, req.task.task_id, req.output.reward, ep.turns, time.time())
         self._forget(ep, "it already ended")
         self._ending[ep.uuid] = ("completed", done.reward, done.task_id)
