@@ -49,3 +49,26 @@ def test_begin_episode_waits_while_the_engine_boots(make_server):
     episode_uuid, api = client.begin_episode()  # answered 429 + Retry-After until ROLLING; the client waits
     assert api.api_key and client.get_engine_status()["state"] == "ROLLING"
     client.abort_episode(episode_uuid)
+
+
+def test_a_stopped_engine_reports_no_step_of_the_job_it_ran(make_server):
+    """After a stop, status must not show the old job's step: a raw client that starts another job and polls
+    `global_step < total_steps` while it boots would otherwise stop at once."""
+    from vibe_rl.swarm import SwarmClient, Task, TrainJob
+
+    server = make_server("stale", sets=["train.total_steps=1"])
+    with SwarmClient(server.url) as client:
+        client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
+        for task_id in ("a", "b"):
+            for k in range(client.job.train.grpo_n):
+                with client.episode(Task(task_id=task_id)) as ep:
+                    ep.openai().chat.completions.create(model=ep.model, messages=[{"role": "user", "content": "x"}])
+                    ep.end(float(k))
+        deadline = time.monotonic() + 120
+        while client.status().global_step < 1:
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.2)
+        stopped = client.stop_engine()
+        assert stopped["state"] == "OFFLINE" and stopped["global_step"] == 1  # the stop answer says where it ended
+        status = client.status()
+        assert status.global_step == 0 and status.last_update is None and status.job is None

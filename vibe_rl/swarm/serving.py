@@ -205,7 +205,7 @@ class SwarmServing(UpdateLoop):
             self.sink = None
         status = self.status()
         status["abandoned_running_episodes"] = running
-        self.job = None
+        self.job, self.global_step, self.last_update = None, 0, None  # the next job's boot reads its own step
         return status
 
     async def shutdown(self) -> None:
