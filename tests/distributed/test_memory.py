@@ -55,6 +55,18 @@ def test_a_full_14b_fine_tune_does_not_fit_one_80gb_gpu_and_the_note_names_the_f
     assert fit_note("server1", "tiny", 4, lora=False)[0]
 
 
+def test_a_model_that_fits_only_without_generation_replicas_is_said_so():
+    """14B full fine-tune on 2 x 80 GB: replica 28 GB + shards 56 GB per GPU is too much, the shards alone fit;
+    the server's 'auto' then runs without replicas (dist_engine.generation_replicas decides with the same test)."""
+    from vibe_rl.engine.memory import replicas_fit
+
+    fits, note = fit_note("server1", "/models/Qwen2.5-14B-Instruct", 2, lora=False, gpu_gb=80)
+    assert fits and "fits without" in note and "generation_replicas" in note and "LoRA or more GPUs" in note, note
+    assert not replicas_fit(14_000_000_000, 2, False, 80) and replicas_fit(14_000_000_000, 4, False, 80)
+    assert replicas_fit(14_000_000_000, 1, False, 80)  # one GPU: the model generates itself, never a replica
+    assert Estimate.of(14_000_000_000, 2, False, replicas=False).per_gpu_gb < 0.95 * 80
+
+
 def test_new_dry_run_says_whether_each_server_fits():
     proc = subprocess.run([sys.executable, "-m", "vibe_rl", "new", "--dry-run", "--json",
                            "who is spy with 2 GPUs, model path /models/Qwen2.5-14B-Instruct"],

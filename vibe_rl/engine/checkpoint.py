@@ -32,9 +32,10 @@ STATE = "state.json"
 
 
 def save_checkpoint(engine: Any, directory: Path, optimizer_state: dict[str, Any] | None = None,
-                    world_size: int = 1) -> Path:
+                    world_size: int = 1, model_state: dict[str, Any] | None = None) -> Path:
     """Write `engine`'s weights and state; `optimizer_state` (already keyed by name) replaces the
-    engine's own optimizer (a sharded server passes the state it gathered)."""
+    engine's own optimizer, `model_state` (full tensors) its weights: a sharded server passes what it
+    gathered."""
     torch = require("torch", "saving a checkpoint")
     directory = directory.resolve()
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -42,10 +43,12 @@ def save_checkpoint(engine: Any, directory: Path, optimizer_state: dict[str, Any
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
+        given = {"state_dict": model_state} if model_state is not None else {}
         if engine.lora:
-            engine.model.save_pretrained(tmp / "adapter", safe_serialization=True)
+            engine.model.save_pretrained(tmp / "adapter", safe_serialization=True, **given)
         else:
-            engine.model.save_pretrained(tmp / "model", safe_serialization=True)
+            engine.model.save_pretrained(tmp / "model", safe_serialization=True, **given)
+            _plain_architectures(tmp / "model" / "config.json")
             engine.tokenizer.save_pretrained(tmp / "model")
         if optimizer_state is None and engine.optimizer is not None:
             optimizer_state = named_optimizer_state(engine.optimizer.state_dict(), trainable_names(engine.model))
@@ -65,9 +68,18 @@ def save_checkpoint(engine: Any, directory: Path, optimizer_state: dict[str, Any
     return directory
 
 
-def load_checkpoint(engine: Any, directory: Path) -> None:
-    require("torch", "loading a checkpoint")
-    safetensors = require("safetensors.torch", "loading a checkpoint")
+def _plain_architectures(config_file: Path) -> None:
+    """FSDP2 renames a sharded model's class ("FSDPQwen2ForCausalLM"); the checkpoint names the model's own."""
+    config = json.loads(config_file.read_text())
+    names = config.get("architectures") or []
+    plain = [n[len("FSDP"):] if n.startswith("FSDP") else n for n in names]
+    if plain != names:
+        config["architectures"] = plain
+        config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def read_state(engine: Any, directory: Path) -> dict[str, Any]:
+    """A checkpoint's state.json, checked against `engine` (a directory engine.save() wrote, same LoRA-ness)."""
     state_file = directory / STATE
     if not state_file.is_file():
         raise ModelLoadError(f"{directory} is not a vibe-rl checkpoint (no {STATE}). Pass a directory that "
@@ -76,6 +88,39 @@ def load_checkpoint(engine: Any, directory: Path) -> None:
     if bool(state.get("lora")) != bool(engine.lora):
         raise ModelLoadError(f"{directory} was saved with lora={state.get('lora')} but this engine has "
                              f"lora={engine.lora}; set model.lora.rank to match the checkpoint.")
+    return state
+
+
+def read_weights(engine: Any, directory: Path, names: list[str]) -> dict[str, Any]:
+    """A checkpoint's trained weights on the CPU, keyed by `names` (the model's trainable parameters),
+    without loading them into a model (a sharded server shards them itself)."""
+    safetensors = require("safetensors.torch", "loading a checkpoint")
+    if engine.lora:  # the adapter file drops peft's adapter name: "...lora_A.default.weight" -> "...lora_A.weight"
+        saved = safetensors.load_file(str(directory / "adapter" / "adapter_model.safetensors"), device="cpu")
+        weights = {n: saved.get(n.replace(".default.", ".")) for n in names}
+    else:
+        saved = {}
+        for f in sorted((directory / "model").glob("*.safetensors")):
+            saved.update(safetensors.load_file(str(f), device="cpu"))
+        weights = {n: saved.get(n) for n in names}
+    missing = sorted(n for n, w in weights.items() if w is None)
+    if missing:
+        raise ModelLoadError(f"The weights in {directory} do not fit this model (missing {missing[:3]}); "
+                             "resume with the model the checkpoint was trained from.")
+    return weights
+
+
+def restore_counters(engine: Any, state: dict[str, Any]) -> None:
+    engine.step, engine.version = int(state["step"]), int(state["version"])
+    engine.nan_skipped_total = int(state.get("nan_skipped_total", 0))
+    if state.get("rng"):
+        engine._rng.setstate(_unflatten(state["rng"]))
+
+
+def load_checkpoint(engine: Any, directory: Path) -> None:
+    require("torch", "loading a checkpoint")
+    safetensors = require("safetensors.torch", "loading a checkpoint")
+    state = read_state(engine, directory)
     if engine.lora:
         peft = require("peft", "loading a LoRA checkpoint")
         weights = safetensors.load_file(str(directory / "adapter" / "adapter_model.safetensors"), device=engine.device)
@@ -98,10 +143,7 @@ def load_checkpoint(engine: Any, directory: Path) -> None:
         saved = read_optimizer_state(directory, engine.device)
         if saved is not None:
             engine.optimizer.load_state_dict(positional_optimizer_state(saved, trainable_names(engine.model)))
-    engine.step, engine.version = int(state["step"]), int(state["version"])
-    engine.nan_skipped_total = int(state.get("nan_skipped_total", 0))
-    if state.get("rng"):
-        engine._rng.setstate(_unflatten(state["rng"]))
+    restore_counters(engine, state)
 
 
 def read_optimizer_state(directory: Path, device: Any = "cpu") -> dict[str, Any] | None:

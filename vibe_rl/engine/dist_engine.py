@@ -4,7 +4,11 @@ Rank 0 (the HTTP server's process) holds a `DistributedEngine`, which is an ordi
 the swarm server. Ranks 1.. run `worker_loop`. Each rank holds the same `RankState`:
 
 * a `ShardedTrainer` (FSDP2: 1/world of the weights, gradients and AdamW state), and
-* a generation replica: a `TorchEngine` with a full copy of the weights and no optimizer.
+* a generation replica: a `TorchEngine` with a full copy of the weights and no optimizer; or, with
+  `model.generation_replicas` off (or `auto` when a copy does not fit beside the shards), none:
+  rank 0's `TorchEngine` serves the sharded training model itself, and before each of its
+  forward passes rank 0 broadcasts `forward`, so every rank runs one too and takes part in the
+  weight gathers (the other ranks' inputs are a single token; their outputs are dropped).
 
 Rank 0 broadcasts each command on the control group; every rank then runs it together:
 
@@ -12,11 +16,14 @@ Rank 0 broadcasts each command on the control group; every rank then runs it tog
     train  `ShardedTrainer.step` on the whole batch, then every replica gets the new weights
     save   gather the optimizer state to rank 0; rank 0 writes the checkpoint (full tensors)
     load   rank 0 reads the checkpoint and the trainer shards it onto every rank; replicas re-sync
+    forward  one pass of the sharded model without a replica (rank 0 is generating)
     close  free the engine (workers go back to waiting for a boot)
     exit   end the worker processes (rank 0 is shutting down)
 
-Generation never needs the group: rank 0 hands each request to the replica with the fewest
-requests in flight (its own, or a worker's through `vibe_rl.engine.replicas`).
+With replicas, generation never needs the group: rank 0 hands each request to the replica with
+the fewest requests in flight (its own, or a worker's through `vibe_rl.engine.replicas`).
+Without, every group command first holds rank 0's generation lock, so a command never lands
+between a generating batch's passes (the workers would take it for a pass).
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ class RankState:
         lora = config.lora.rank > 0
         torch.manual_seed(config.seed)  # the same LoRA init as a single-process engine
         model = load_causal_lm(path, env.device, dtype)
+        pad_id = _pad_id(path, model)
         if lora:
             model = _wrap_lora(model, config)
         ref = None
@@ -63,27 +71,65 @@ class RankState:
             ref = load_causal_lm(path, env.device, dtype)
         limit = getattr(model.config, "max_position_embeddings", None) or config.max_model_len
         max_len = min(config.max_model_len, int(limit))
-        self.trainer = ShardedTrainer(model, train, env, pad_id=0, max_model_len=max_len, lora=lora, ref_model=ref)
+        self.trainer = ShardedTrainer(model, train, env, pad_id=pad_id, max_model_len=max_len, lora=lora,
+                                      ref_model=ref)
         del model, ref
-        # the generation replica: a full copy, no optimizer, its own sampling seed per rank
-        rcfg = config.model_copy(update={"device": env.device, "seed": config.seed + env.rank})
-        self.replica = TorchEngine(rcfg, train.model_copy(update={"kl_coef": 0.0}), trainable=True)
-        self.replica.optimizer = None
-        self.replica.model.requires_grad_(False)
-        self.trainer.pad_id = self.replica.pad_id
-        if lora:  # the adapters were initialised separately: start the replica from the trainer's
-            self.trainer.sync_replica(self.replica.model)
-            self._mirror()
+        self.gathered = config.generation_replicas == "off"  # rank 0 settled "auto" before the boot
+        self.replica: Any = None  # rank 0 always; the others only with replicas
+        self.before_forward: Any = None  # gathered, rank 0: DistributedEngine's "forward" broadcast
+        self.read_weights: dict[str, Any] | None = None  # gathered, rank 0: a checkpoint read, not yet loaded
+        if self.gathered:
+            if env.rank == 0:
+                rcfg = config.model_copy(update={"device": env.device, "generator": "simple"})
+                self.replica = TorchEngine(rcfg, train.model_copy(update={"kl_coef": 0.0}), trainable=True,
+                                           model=self.trainer.model)
+                self.replica.optimizer = None
+                self.trainer.model.register_forward_pre_hook(self._announce_forward, prepend=True)
+                self.trainer.model.register_forward_hook(self._after_forward)
+        else:
+            # the generation replica: a full copy, no optimizer, its own sampling seed per rank
+            rcfg = config.model_copy(update={"device": env.device, "seed": config.seed + env.rank})
+            self.replica = TorchEngine(rcfg, train.model_copy(update={"kl_coef": 0.0}), trainable=True)
+            self.replica.optimizer = None
+            self.replica.model.requires_grad_(False)
+            if lora:  # the adapters were initialised separately: start the replica from the trainer's
+                self.trainer.sync_replica(self.replica.model)
+                self._mirror()
         self.server = None
 
+    def _announce_forward(self, module: Any, args: Any) -> None:
+        """Rank 0, gathered: a generation pass is about to start; every other rank joins it."""
+        if not self.trainer.in_step and self.before_forward is not None:
+            self.before_forward()
+
+    def _after_forward(self, module: Any, args: Any, output: Any) -> None:
+        if not self.trainer.in_step:
+            module.reshard()
+
+    def forward(self) -> None:
+        """A worker's share of a gathered generation pass: one token in, the output dropped."""
+        torch = require("torch")
+        with torch.no_grad():
+            self.trainer.model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=self.env.device),
+                               use_cache=False)
+        self.trainer.model.reshard()  # as rank 0 does after its pass (the root keeps its weights gathered)
+
+    def _held(self) -> Any:
+        """The replica's lock, unless the engine already holds it for the whole group command (gathered)."""
+        if self.replica is None or self.gathered:
+            return contextlib.nullcontext()
+        return self.replica._exclusive()
+
     def train(self, samples: list[Any]) -> dict[str, float]:
-        with self.replica._exclusive():
-            metrics = self.trainer.step(samples, replica=self.replica.model)
+        with self._held():
+            metrics = self.trainer.step(samples, replica=None if self.gathered else self.replica.model)
             self._mirror()
         return metrics
 
     def _mirror(self) -> None:
         """The replica reports the trainer's step and version, and drops KV cached under old weights."""
+        if self.replica is None:
+            return
         self.replica.version, self.replica.step = self.trainer.version, self.trainer.step_count
         self.replica.nan_skipped_total = self.trainer.nan_skipped_total
         if hasattr(self.replica, "_weights_changed"):
@@ -93,32 +139,42 @@ class RankState:
         from vibe_rl.engine.checkpoint import save_checkpoint
 
         state = self.trainer.full_optimizer_state()  # collective; only rank 0 keeps it
+        weights = self.trainer.full_model_state() if self.gathered else None  # collective too
         if self.env.rank != 0:
             return None
-        with self.replica._exclusive():
+        with self._held():
             return save_checkpoint(self.replica, Path(directory), optimizer_state=state,
-                                   world_size=self.env.world_size)
+                                   world_size=self.env.world_size, model_state=weights)
 
     def read(self, directory: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """Rank 0, before the load command: the checkpoint into its replica (checked), its optimizer state."""
-        from vibe_rl.engine.checkpoint import load_checkpoint, named_optimizer_state, read_optimizer_state
+        from vibe_rl.engine import checkpoint
 
-        with self.replica._exclusive():
-            load_checkpoint(self.replica, Path(directory))
         names = [n for n, _ in self.trainer.trainable]
-        saved = read_optimizer_state(Path(directory))
+        self.read_weights = None
+        if self.gathered:  # no replica to load into: rank 0 keeps the full tensors until the load command
+            state = checkpoint.read_state(self.replica, Path(directory))
+            self.read_weights = checkpoint.read_weights(self.replica, Path(directory), names)
+            checkpoint.restore_counters(self.replica, state)
+        else:
+            with self.replica._exclusive():
+                checkpoint.load_checkpoint(self.replica, Path(directory))
+        saved = checkpoint.read_optimizer_state(Path(directory))
         info = {"step": self.replica.step, "version": self.replica.version,
                 "nan_skipped_total": self.replica.nan_skipped_total, "optimizer": saved is not None}
-        return (named_optimizer_state(saved, names) if saved is not None else None), info
+        return (checkpoint.named_optimizer_state(saved, names) if saved is not None else None), info
 
     def load(self, optimizer_state: dict[str, Any] | None, info: dict[str, Any]) -> None:
         weights = None
-        if self.env.rank == 0:
+        if self.env.rank == 0 and self.gathered:
+            weights, self.read_weights = self.read_weights, None
+        elif self.env.rank == 0:
             params = dict(self.replica.model.named_parameters())
             weights = {n: params[n].detach() for n, _ in self.trainer.trainable}
-        with self.replica._exclusive():
+        with self._held():
             self.trainer.load_full(weights, optimizer_state, info["optimizer"])
-            self.trainer.sync_replica(self.replica.model)
+            if not self.gathered:
+                self.trainer.sync_replica(self.replica.model)
             self.trainer.version, self.trainer.step_count = int(info["version"]), int(info["step"])
             self.trainer.nan_skipped_total = int(info["nan_skipped_total"])
             self._mirror()
@@ -126,7 +182,8 @@ class RankState:
     def close(self) -> None:
         if self.server is not None:
             self.server.close()
-        self.replica.close()
+        if self.replica is not None:
+            self.replica.close()
         self.trainer = self.replica = None  # type: ignore[assignment]
         gc.collect()
         torch = require("torch")
@@ -140,6 +197,7 @@ class DistributedEngine:
     def __init__(self, config: Any, train: Any, env: DistEnv):
         from vibe_rl.engine.replicas import RemoteReplica
 
+        config = config.model_copy(update={"generation_replicas": generation_replicas(config, env)})
         self.env, self.config = env, config
         self._lock = threading.Lock()  # one command at a time on the group
         key = secrets.token_bytes(32)
@@ -151,7 +209,9 @@ class DistributedEngine:
                 self.state.close()
             raise EngineError("The engine failed to start on some ranks: " + "; ".join(errors))
         self.local = self.state.replica
-        self.remotes = [RemoteReplica(a, key, rank) for rank, a in enumerate(addresses or []) if rank > 0]
+        self.gathered = self.state.gathered
+        self.state.before_forward = self._forward
+        self.remotes = [RemoteReplica(a, key, rank) for rank, a in enumerate(addresses or []) if rank > 0 and a]
         self.tokenizer, self.max_model_len = self.local.tokenizer, self.local.max_model_len
         self.device, self.lora, self.path = env.device, self.local.lora, self.local.path
         self.devices = self._describe()
@@ -197,7 +257,8 @@ class DistributedEngine:
         """Run `command` on every rank. A failure midway leaves the ranks out of step (some may wait in
         a collective), so the engine refuses further commands: restart the server, it resumes from the
         last checkpoint."""
-        with self._lock:
+        held = self.local._exclusive() if self.gathered else contextlib.nullcontext()
+        with held, self._lock:
             if self._broken:
                 raise EngineError(self._broken)
             self.env.broadcast(command)
@@ -209,6 +270,14 @@ class DistributedEngine:
                 self.env.broken = True
                 log.exception("group command %s failed", command[0])
                 raise EngineError(self._broken) from exc
+
+    def _forward(self) -> None:
+        """Gathered generation, rank 0, inside a generating batch (which holds the local engine's lock):
+        every other rank runs one pass with this one."""
+        with self._lock:
+            if self._broken:
+                raise EngineError(self._broken)
+            self.env.broadcast(("forward",))
 
     def train(self, samples: list[Any]) -> dict[str, float]:
         with self._group(("train", samples)):
@@ -228,6 +297,8 @@ class DistributedEngine:
         if self._closed:
             return
         self._closed = True
+        if self.gathered:  # first let a generating batch finish: its passes need the group
+            self.local.close()
         with self._lock:
             for remote in self.remotes:
                 remote.close()
@@ -241,6 +312,36 @@ class DistributedEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def generation_replicas(config: Any, env: DistEnv) -> str:
+    """"on" or "off" for `model.generation_replicas` "auto": rank 0 decides before the boot from the
+    memory estimate (engine/memory.py), so every rank builds the same thing."""
+    if config.generation_replicas != "auto":
+        return config.generation_replicas
+    if env.device_type != "cuda" or env.world_size == 1:
+        return "on"
+    torch = require("torch")
+    from vibe_rl.engine import memory
+    from vibe_rl.engine.loader import resolve_model_path
+
+    params, _ = memory.count_parameters(str(resolve_model_path(config.path, config.cache_dir)))
+    gpu_gb = torch.cuda.get_device_properties(torch.device(env.device)).total_memory / memory.GIB
+    fits = not params or memory.replicas_fit(params, env.world_size, config.lora.rank > 0, gpu_gb)
+    if not fits:
+        log.warning("no generation replicas: a full copy of the %.1fB model does not fit beside the training "
+                    "shards on %d GPUs; generation gathers the sharded weights every step (slower)",
+                    params / 1e9, env.world_size)
+    return "on" if fits else "off"
+
+
+def _pad_id(path: Any, model: Any) -> int:
+    """The padding id a TorchEngine on this model uses (every rank pads training batches alike)."""
+    from vibe_rl.engine.loader import load_tokenizer
+    from vibe_rl.engine.torch_engine import _eos_ids
+
+    tokenizer = load_tokenizer(path)
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(_eos_ids(tokenizer, model))
 
 
 def _boot(env: DistEnv, config: Any, train: Any) -> tuple[RankState | None, list[str]]:
@@ -265,7 +366,7 @@ def worker_loop(env: DistEnv) -> None:
         if cmd == "boot":
             config, train, key = args
             state, errors = _boot(env, config, train)
-            if state is not None and not errors:
+            if state is not None and not errors and not state.gathered:
                 state.server = ReplicaServer(state.replica, env.node_address(), key)
             env.gather(state.server.address if state is not None and state.server else None)
             if errors and state is not None:
@@ -273,6 +374,8 @@ def worker_loop(env: DistEnv) -> None:
                 state = None
             if state is not None:
                 env.all_gather(env.describe())
+        elif cmd == "forward":
+            state.forward()
         elif cmd == "train":
             state.train(args[0])
         elif cmd == "save":

@@ -265,6 +265,13 @@ class ShardedTrainer:
         return get_optimizer_state_dict(self.model, self.optimizer,
                                         options=StateDictOptions(full_state_dict=True, cpu_offload=True))
 
+    def full_model_state(self) -> dict[str, Any]:
+        """The trained weights (LoRA: the adapter only) as full tensors on rank 0's CPU (collective)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        return get_model_state_dict(self.model, options=StateDictOptions(
+            full_state_dict=True, cpu_offload=True, ignore_frozen_params=self.lora))
+
     def load_full(self, weights: dict[str, Any] | None, optimizer_state: dict[str, Any] | None,
                   has_optimizer: bool) -> None:
         """Shard full state dicts that rank 0 holds (others pass None) onto every rank (collective)."""

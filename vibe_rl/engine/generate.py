@@ -178,7 +178,7 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
     every = rows_for(requests)
     stats["batches"] = stats.get("batches", 0) + 1
     try:
-        with torch.inference_mode(), stable_attention():
+        with _no_autograd(torch, model), stable_attention():
             run = _prefill(model, every, pad_id, device)
             joinable = poll is not None and _plain_layers(run.cache) is not None
             while True:
@@ -227,6 +227,16 @@ def generate_batch(model: Any, tokenizer: Any, requests: list[Request], *, eos_i
                 row.req.future.set_exception(exc)
         raise
     return [_generation(r, version) for r in every]
+
+
+def _no_autograd(torch: Any, model: Any) -> Any:
+    """inference_mode, but no_grad for a model FSDP2 shards (a server without generation replicas): its
+    gathered weights would become inference tensors, which its next training step may not update."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return torch.inference_mode()
+    return torch.no_grad() if isinstance(model, FSDPModule) else torch.inference_mode()
 
 
 def _top_logprobs(logp: Any, rows: list[_Row]) -> list[list[tuple[int, float]] | None]:

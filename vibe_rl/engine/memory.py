@@ -8,6 +8,8 @@ machine, from the size in its name ("Qwen2.5-7B-Instruct" -> 7e9). Bytes per GPU
     N = 1, LoRA             2P          frozen weights (adapter and its optimizer state are small)
     N > 1, full fine-tune   2P + 8P/N   a full generation replica + 1/N of weights, gradients, AdamW
     N > 1, LoRA             2P + 2P/N   replica + 1/N of the frozen weights
+    N > 1, no replica       8P/N, 2P/N  model.generation_replicas off, or auto when the replica does not fit:
+                                        generation gathers the sharded weights each step (slow, but it fits)
 
 plus activations and the KV cache, counted as 2 GiB + 15% (the KV cache takes a quarter of
 what is free, so it shrinks to fit; activations grow with train.micro_batch_size).
@@ -99,13 +101,18 @@ class Estimate:
     per_gpu_gb: float
 
     @staticmethod
-    def of(params: int, gpus: int, lora: bool) -> Estimate:
+    def of(params: int, gpus: int, lora: bool, replicas: bool = True) -> Estimate:
         n = max(gpus, 1)
         if n == 1:
             states = 2 * params if lora else 8 * params
         else:
-            states = 2 * params + (2 if lora else 8) * params / n
+            states = (2 * params if replicas else 0) + (2 if lora else 8) * params / n
         return Estimate(params, n, lora, (states * 1.15 + 2 * GIB) / GIB)
+
+
+def replicas_fit(params: int, gpus: int, lora: bool, gpu_gb: float) -> bool:
+    """Whether a server on `gpus` GPUs can keep a full generation replica on each (model.generation_replicas auto)."""
+    return gpus <= 1 or Estimate.of(params, gpus, lora).per_gpu_gb <= 0.95 * gpu_gb
 
 
 def fit_note(server: str, model_path: str, gpus: int, lora: bool, gpu_gb: float | None = None) -> tuple[bool, str]:
@@ -125,6 +132,11 @@ def fit_note(server: str, model_path: str, gpus: int, lora: bool, gpu_gb: float 
             f"~{est.per_gpu_gb:.0f} GB per GPU of {gpu_gb:.0f} GB{'' if measured else ' (assumed: no GPU visible)'}")
     if est.per_gpu_gb <= 0.95 * gpu_gb:
         return True, head + ": fits"
+    bare = Estimate.of(params, gpus, lora, replicas=False)
+    if est.gpus > 1 and bare.per_gpu_gb <= 0.95 * gpu_gb:
+        return True, (head + f" with a generation replica per GPU; fits without (~{bare.per_gpu_gb:.0f} GB per GPU: "
+                      "model.generation_replicas auto turns them off, and generation, gathering the sharded weights "
+                      "every step, is much slower). For fast rollouts use LoRA or more GPUs")
     fixes = []
     if not lora:
         fixes.append(f"LoRA (model.lora.rank: 16; ~{Estimate.of(params, gpus, True).per_gpu_gb:.0f} GB per GPU)")

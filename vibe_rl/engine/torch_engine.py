@@ -54,7 +54,10 @@ COALESCE_S = 0.005  # after the first request arrives, wait this long for others
 class TorchEngine:
     """Engine protocol on transformers (+ optional peft LoRA); CPU fp32 or GPU bf16."""
 
-    def __init__(self, config: EngineConfig, train: TrainConfig | None = None, trainable: bool = True):
+    def __init__(self, config: EngineConfig, train: TrainConfig | None = None, trainable: bool = True,
+                 model: Any = None):
+        """`model`: serve this already loaded (and LoRA-wrapped) model instead of loading `config.path`: a
+        multi-GPU server without generation replicas serves its sharded training model (dist_engine)."""
         from vibe_rl.schema import TrainConfig
 
         torch = require("torch", "the torch engine")
@@ -63,12 +66,13 @@ class TorchEngine:
         self.path = resolve_model_path(config.path, config.cache_dir)
         self.device = resolve_device(config.device)
         self.dtype = resolve_dtype(config.dtype, self.device)
-        self.model = load_causal_lm(self.path, self.device, self.dtype)  # first: its errors say more
+        prepared = model is not None
+        self.model = model if prepared else load_causal_lm(self.path, self.device, self.dtype)  # first: its errors say more
         self.tokenizer = load_tokenizer(self.path)
         self.lora = trainable and config.lora.rank > 0
-        if trainable and self.train_config.gradient_checkpointing:  # active in grpo_step's train() mode only
+        if trainable and self.train_config.gradient_checkpointing and not prepared:  # active in train() mode only
             enable_checkpointing(self.model)
-        if self.lora:
+        if self.lora and not prepared:
             self.model = _wrap_lora(self.model, config)
         self.model.eval()
         if not trainable:

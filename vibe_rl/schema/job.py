@@ -43,6 +43,12 @@ class EngineConfig(BaseModel):
         default=2048, ge=1, description="Most prompt tokens prefilled per engine step, so long prompts never stall "
         "running sequences")
     cuda_graphs: bool = Field(default=True, description="Replay paged decode steps as CUDA graphs (GPU only)")
+    generation_replicas: Literal["auto", "on", "off"] = Field(
+        default="auto", description="A server on several GPUs: 'on' every GPU holds a full copy of the weights for "
+        "generation (data-parallel rollouts, re-synced after each update); 'off' no copy: generation runs through the "
+        "sharded training model, each step gathering the weights layer by layer on every GPU in step with rank 0 "
+        "(fits models a copy per GPU would not, generates far slower); 'auto' on when a copy fits beside the "
+        "training shards, else off")
     fused_kernels: bool = Field(
         default=True, description="Paged decoding with Triton kernels: attention reads the KV blocks in place, fused "
         "norms, RoPE and SwiGLU (GPU with Triton installed; off = plain torch ops)")
