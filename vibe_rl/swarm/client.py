@@ -41,11 +41,12 @@ from typing import Any
 
 import httpx
 
+from vibe_rl.config import unknown_keys
 from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
 from vibe_rl.swarm.episodes import Episode, open_episode
-from vibe_rl.swarm.protocol import EngineStatus, Update, unknown_keys
+from vibe_rl.swarm.protocol import EngineStatus, Update
 
 log = logging.getLogger("vibe_rl.swarm.client")
 

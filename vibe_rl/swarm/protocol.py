@@ -6,7 +6,7 @@ the hot path are plain dicts built in `serving.py`; these models validate input.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -140,28 +140,6 @@ class EndEpisodeRequest(BaseModel):
 class AbortEpisodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     episode_uuid: str = Field(description="From begin_episode")
-
-
-def unknown_keys(model: type[BaseModel], data: Any, where: str = "") -> list[str]:
-    """Dotted names of the keys in `data` that `model` (recursively) has no field for: a misspelt
-    setting (`trian.lr`, `rollout.max_token`) would otherwise be dropped and its default trained with."""
-    if not isinstance(data, dict):
-        return []
-    out = []
-    for key, value in data.items():
-        field = model.model_fields.get(key)
-        if field is None:
-            out.append(f"{where}{key}")
-            continue
-        sub = next((t for t in (field.annotation, *get_args(field.annotation))
-                    if isinstance(t, type) and issubclass(t, BaseModel)), None)
-        if sub is None:  # list[StaticModel] and the like
-            sub = next((a for t in get_args(field.annotation) for a in get_args(t) or (t,)
-                        if isinstance(a, type) and issubclass(a, BaseModel)), None)
-        if sub is not None:
-            for i, item in enumerate(value if isinstance(value, list) else [value]):
-                out += unknown_keys(sub, item, f"{where}{key}{f'[{i}]' if isinstance(value, list) else ''}.")
-    return out
 
 
 class StartRequest(BaseModel):

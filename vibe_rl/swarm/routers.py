@@ -10,8 +10,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
+from vibe_rl.config import unknown_keys
 from vibe_rl.schema import TrainJob
-from vibe_rl.swarm.protocol import ApiError, unknown_keys
+from vibe_rl.swarm.protocol import ApiError
 from vibe_rl.swarm.serving import SwarmServing
 
 
