@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 
 class Task(BaseModel):
@@ -14,6 +14,24 @@ class Task(BaseModel):
     task_id: str = Field(description="Stable, non-empty id of the task (e.g. the episode seed); the GRPO group key")
     main_query: str = Field(default="", description="The task's main prompt or a short summary of it")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form task data (words, seed, ...)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extra_keys_are_metadata(cls, data: Any) -> Any:
+        """Task(task_id="3", words=[...]) keeps `words` in metadata: nothing given is dropped."""
+        if not isinstance(data, dict):
+            return data
+        extra = {k: v for k, v in data.items() if k not in cls.model_fields}
+        if not extra:
+            return data
+        metadata = data.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            return data  # the field's own error says what metadata must be
+        both = sorted(set(extra) & set(metadata))
+        if both:
+            raise ValueError(f"{both[0]!r} is given both as a Task field and in metadata; keep one (Task keeps "
+                             "keys other than task_id/main_query/metadata in metadata)")
+        return {**{k: v for k, v in data.items() if k not in extra}, "metadata": {**metadata, **extra}}
 
     @field_validator("task_id", mode="before")
     @classmethod
@@ -38,6 +56,11 @@ class WorkflowOutput(BaseModel):
     def _finite(cls, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"reward must be a finite number, got {type(value).__name__} {value!r}")
+        try:
+            value = float(value)
+        except OverflowError:  # an int beyond float's range
+            raise ValueError(f"reward {str(value)[:20]}... is too large for a float; scale rewards to a sensible "
+                             "range (a server takes |reward| <= its max_abs_reward, 1e6 by default)") from None
         if not math.isfinite(value):
             raise ValueError(f"reward must be a finite number, got {value!r}; clamp or replace NaN/inf before "
                              "ep.end(reward) / end_episode")
