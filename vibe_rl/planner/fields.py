@@ -22,6 +22,10 @@ FLOAT = r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?!\d|\.\d)"
 _NOT_MICRO = r"(?<!micro)(?<!mini)(?<!micro[\s_-])(?<!mini[\s_-])(?<!ppo[\s_-])"
 _SAMPLE = r"(?:rollouts?|episodes?|samples?|games?|plays?|generations?|completions?|responses?|trajectories|attempts)"
 _PER_TASK = r"(?:task|prompt|group|seed|question|problem|query)"
+# "N steps" alone in its comma part ("who is spy, 8 GPUs, 100 steps.", "use 200 steps", "，200 步，"); with any
+# other word ("warmup 10 steps", "save every 50 steps") it is not the step limit
+_BARE_STEPS = (rf"(?:\A|(?<=[\n,，;；:：。(（])|(?<=\.\s))\s*(?:(?:please|then|just|use|run|train|training|for|do|with|"
+               rf"it|total|of|训练|跑|用|共|总共)\s*)*{NUM}\s*(?:steps|步)(?=\s*(?:\Z|[\n,，.;；。!)）]))")
 _STEPS = r"(?:training\s+|gradient\s+|weight\s+|optimi[sz]er\s+|rl\s+|grpo\s+)?(?:steps|updates|iterations)"
 
 FIELDS: dict[str, tuple[list[str], Any]] = {
@@ -57,6 +61,7 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
         rf"{NUM}\s*{_STEPS}\s+of\s+training",
         rf"{NUM}\s*(?:training|gradient|weight|optimi[sz]er|rl|grpo)\s+(?:steps|updates|iterations)",
         rf"(?:训练|跑)\s*{NUM}\s*(?:步|个?\s*steps?)", rf"(?:总共|共)\s*{NUM}\s*步",
+        _BARE_STEPS,
     ], to_int),
     "lr": ([rf"(?:\blr\b|learning[\s_-]*rate|学习率){IS}{FLOAT}"], float),
     "temperature": ([rf"(?:temperature|\btemp\b|温度){IS}{FLOAT}"], float),

@@ -17,7 +17,9 @@ from pydantic import ValidationError
 
 from vibe_rl.errors import PlannerError, TemplateError
 from vibe_rl.planner.common import check_gpu_budget
+from vibe_rl.planner.corrections import apply_corrections
 from vibe_rl.planner.facts import extract
+from vibe_rl.planner.numbers import rewrite_scientific
 from vibe_rl.planner.text import strings_of
 from vibe_rl.planner.typos import fix_typos
 from vibe_rl.scaffold.families import Manifest, list_families
@@ -114,6 +116,9 @@ class OfflinePlanner:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
         text, notes = fix_typos(text)
+        text, scientific = rewrite_scientific(text)
+        text, corrected = apply_corrections(text)
+        notes += scientific + corrected
         families = list_families()
         if family is not None:
             chosen = next((m for m in families if m.name == family), None)

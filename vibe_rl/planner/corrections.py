@@ -1,0 +1,137 @@
+"""Corrections inside a spec ("100 steps. Actually use 200 steps", "后来改成 200 步", "make that 8 GPUs", "no wait,
+batch 32"): the later value wins. The text is rewritten before any rule reads it: the earlier value is replaced
+by the corrected one where it stood (so its context, e.g. "server 2 uses 4 GPUs", still applies) and the
+correction's own value phrase is removed. Each rewrite is said in a note naming the value it replaced.
+
+A correction starts at a marker ("actually", "no wait", "make that", "改成", "不对", ...) and runs to the end of
+its sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the
+latest earlier value of the same kind (the same field, GPU count, player count, port, path or model name; the
+same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the value
+said just before the marker. A value with no earlier one of its kind is left alone: it is new, not a fix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from vibe_rl.planner.fields import FIELDS
+from vibe_rl.planner.servers import EACH_SERVER, GPU, PER_SERVER, TOTAL
+from vibe_rl.planner.text import CN_NUMBER, MODEL_NAME, NUM, WORD_NUMBER
+
+MARKERS = (r"\bactually\b[,，]?|\bno[,，]?\s+wait\b[,，:]?|\bwait\s*[,，:—]|\bmake\s+(?:that|it)\b|\bscratch\s+that\b[,，]?|"
+           r"\bcorrection\s*[:：,，]|\bi\s+mean\b[,，]?|\bi\s+meant\b|\bon\s+second\s+thought\b[,，]?|"
+           r"\bchange\s+(?:that|it)\s+to\b|\bsorry\s*[,，]|\boops\b[,，]?|\bcorrect(?:ed)?\s+to\b|\bupdate\s*[:：]|"
+           r"后来(?:又)?(?:改|换)(?:成|为|到)|(?:改|换)(?:成|为|到)|更正(?:为|一下)?[:：，,]?|纠正(?:一下)?[:：，,]?|"
+           r"不对[,，]?|哦不[,，]?|噢不[,，]?|算了[,，]?|应该是|修改为|重新设为")
+INSTEAD = r"\binstead\b(?!\s+of)"
+_END = re.compile(r"\n|[;。；!?！？]|\.(?=\s|$)")
+_SEGMENT_END = re.compile(r"\n|[,，;。；!?！？]|\.(?=\s|$)")
+# "no wait, 32", "make it 1e-6", "改成 200": a number alone in its comma part
+_BARE = (rf"\A[\s,，:：]*(?:(?:to|it'?s|is|be|use|it|为|用|成)\s*)*(\d+(?:\.\d+)?(?:e[-+]?\d+)?|{CN_NUMBER}|{WORD_NUMBER})"
+         r"\s*(?=$|[,，;；.。!?！？\n])")
+
+KINDS: dict[str, list[str]] = {name: patterns for name, (patterns, _) in FIELDS.items()}
+KINDS.update({
+    "GPU count": [GPU],
+    "players": [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局)", rf"(?:players?|玩家)\s*(?:[:：=]|为)?\s*{NUM}"],
+    "spies": [rf"{NUM}\s*(?:名|个|位)?\s*(?:spies\b|spy\b|卧底|undercover)"],
+    "rounds": [rf"{NUM}\s*(?:rounds?\b|轮)"],
+    "days": [rf"{NUM}\s*(?:days?\b|天)"],
+    "port": [r"(?:ports?|端口)\s*(?:[:：=]|is)?\s*(\d{2,5})"],
+    "model path": [r"(?<![\w.:/])((?:\.{1,2})?/(?:[\w.-]+/)+[\w.-]+)"],
+    "model": [rf"({MODEL_NAME})"],
+})
+
+
+@dataclass
+class Value:
+    """A value of one kind in the text: the whole phrase [start, end) and the value itself [vstart, vend)."""
+
+    kind: str
+    start: int
+    end: int
+    vstart: int
+    vend: int
+    text: str
+
+
+def _values(text: str, start: int, end: int) -> list[Value]:
+    """Every kind's values in text[start:end], first kinds first, no overlaps."""
+    out: list[Value] = []
+    for kind, patterns in KINDS.items():
+        for pattern in patterns:
+            for m in re.finditer(pattern, text[start:end], re.IGNORECASE):  # the part's start is a start
+                a, b = start + m.start(), start + m.end()
+                if "\n" in m.group().strip() or any(o.start < b and a < o.end for o in out):
+                    continue
+                group = next((i for i, g in enumerate(m.groups(), 1) if g is not None), 0)
+                value = m.group(group).rstrip(".")  # "gpt-4o." ends a sentence
+                out.append(Value(kind, a, b, start + m.start(group), start + m.start(group) + len(value), value))
+    return out
+
+
+def _scope(text: str, position: int) -> str:
+    """'each' / 'total' / '' as the comma part around `position` says."""
+    left = max(text.rfind(c, 0, position) for c in ",，;；\n") + 1
+    right = next((m.start() for m in _SEGMENT_END.finditer(text, position)), len(text))
+    part = text[left:right]
+    if re.search(TOTAL, part, re.IGNORECASE):
+        return "total"
+    return "each" if re.search(f"{PER_SERVER}|{EACH_SERVER}", part, re.IGNORECASE) else ""
+
+
+def _earlier(text: str, end: int, kind: str | None, scope: str) -> Value | None:
+    """The latest value of `kind` (any kind when None) in text[:end], of the same scope when the correction
+    says one ("actually 16 GPUs in total" does not correct "4 GPUs per server")."""
+    found = [v for v in _values(text, 0, end) if kind is None or v.kind == kind]
+    pick = [v for v in found if _scope(text, v.start) == scope] or (found if not scope else [])
+    return max(pick, key=lambda v: v.start) if pick else None
+
+
+def _note(kind: str, new: str, old: str, said: str) -> str:
+    said = said.strip(" ,，")
+    said = said if len(said) <= 60 else said[:57] + "..."
+    return f"The spec corrects {kind}: {new} replaces {old} (said later: '{said}')."
+
+
+def _edits(text: str, start: int, end: int) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """(edits (start, end, replacement), notes) for a correction in text[start:end]."""
+    edits, notes = [], []
+    for new in _values(text, start, end):
+        old = _earlier(text, start, new.kind, _scope(text, new.start))
+        if old is not None:
+            edits += [(old.vstart, old.vend, new.text), (new.start, new.end, "")]
+            notes.append(_note(new.kind, new.text, old.text, text[start:end]))
+    if edits:
+        return edits, notes
+    bare = re.match(_BARE, text[start:end], re.IGNORECASE)
+    old = _earlier(text, start, None, "") if bare else None
+    if old is not None and start - old.end <= 60:
+        edits += [(old.vstart, old.vend, bare.group(1)), (start + bare.start(1), start + bare.end(1), "")]
+        notes.append(_note(old.kind, bare.group(1), old.text, text[start:end]))
+    return edits, notes
+
+
+def apply_corrections(text: str) -> tuple[str, list[str]]:
+    """(the text with every correction applied where the corrected value stood, one note per correction)."""
+    notes: list[str] = []
+    position = 0
+    while True:
+        marker = re.compile(f"{MARKERS}|{INSTEAD}", re.IGNORECASE).search(text, position)
+        if marker is None:
+            return text, notes
+        if re.fullmatch(INSTEAD, marker.group(), re.IGNORECASE):
+            start = max(text.rfind(c, 0, marker.start()) for c in ",，;；.\n") + 1
+            end = marker.start()
+        else:
+            start = marker.end()
+            end = next((m.start() for m in _END.finditer(text, start)), len(text))
+        edits, said = _edits(text, start, end)
+        notes += said
+        shift = 0
+        for a, b, new in sorted(edits, reverse=True):
+            text = text[:a] + new + text[b:]
+            if b <= marker.start():
+                shift += len(new) - (b - a)
+        position = marker.end() + shift
