@@ -136,7 +136,7 @@ def fit_note(server: str, model_path: str, gpus: int, lora: bool, gpu_gb: float 
     if est.gpus > 1 and bare.per_gpu_gb <= 0.95 * gpu_gb:
         return True, (head + f" with a generation replica per GPU; fits without (~{bare.per_gpu_gb:.0f} GB per GPU: "
                       "model.generation_replicas auto turns them off, and generation, gathering the sharded weights "
-                      "every step, is much slower). For fast rollouts use LoRA or more GPUs")
+                      "every step, is much slower). For fast rollouts use LoRA or more GPUs.")
     fixes = []
     if not lora:
         fixes.append(f"LoRA (model.lora.rank: 16; ~{Estimate.of(params, gpus, True).per_gpu_gb:.0f} GB per GPU)")
