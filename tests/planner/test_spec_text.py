@@ -37,3 +37,16 @@ def test_a_chinese_one_line_spec_reports_the_part_holding_the_fact():
 
 def test_player_counts_are_facts_even_after_the_noun():
     assert SpecText("玩家 8 人").unparsed([]) == ["玩家 8 人"]
+
+
+def test_a_long_clause_is_reported_by_the_part_around_its_fact():
+    text = ("Train the civilians so that they vote more carefully and describe their word without giving it "
+            "away to the spies while using a warmup of 25 steps and a batch of 16 overall")
+    src = SpecText(text)
+    src.search(r"batch of (\d+)")
+    [entry] = src.unparsed([])
+    assert "warmup of 25 steps" in entry and len(entry) <= 80 and not entry.startswith(" ")
+
+
+def test_a_number_next_to_chinese_characters_is_a_fact():
+    assert SpecText("把热身步数设置为20步").unparsed([]) == ["把热身步数设置为20步"]

@@ -54,7 +54,7 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
     ], to_int),
     "total_steps": ([
         rf"(?:total[\s_-]*(?:training[\s_-]*)?(?:steps|updates)|max[\s_-]*steps|num[\s_-]*(?:training[\s_-]*)?steps|"
-        rf"training[\s_-]*steps|train[\s_-]*steps|总步数|训练步数|最大步数|步数|\bsteps(?=\s*[=:：])){IS}{SIGNED_NUM}",
+        rf"training[\s_-]*steps|train[\s_-]*steps|总步数|训练步数|最大步数|(?<!热身)(?<!预热)(?<!保存)(?<!评估)(?<!日志)(?<!间隔)步数|(?<!warmup )(?<!warm-up )\bsteps(?=\s*[=:：])){IS}{SIGNED_NUM}",
         rf"(?:train|stop|end|finish|halt|run)\w*(?:\s+(?:training|it))?\s+(?:for|after|at)\s+{NUM}\s*{_STEPS}",
         rf"\btotal(?:\s+of)?\s+{NUM}\s*{_STEPS}",
         rf"{NUM}\s*{_STEPS}\s+(?:in\s+)?total",
@@ -89,7 +89,7 @@ UNPLACED = [
      "Full fine-tune: every weight trains (the default, model.lora.rank 0)."),
     (r"\bkl\b|kl[\s_-]*(?:coef\w*|penalty|loss|divergence)", "KL term: set train.kl_coef in the config YAML after "
                                                              "rendering (the default 0 disables it)."),
-    (r"warm[\s-]*up|预热", "Learning-rate warmup: set train.warmup_steps in the config YAML after rendering."),
+    (r"warm[\s-]*up|预热|热身", "Learning-rate warmup: set train.warmup_steps in the config YAML after rendering."),
     (r"weight[\s_-]*decay|权重衰减", "Weight decay: set train.weight_decay in the config YAML after rendering."),
     (r"micro[\s_-]*batch|mini[\s_-]*batch", "Micro-batch: set train.micro_batch_size in the config YAML after "
                                             "rendering; the plan's batch_size counts tasks (GRPO groups) per update."),

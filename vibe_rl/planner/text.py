@@ -34,7 +34,7 @@ _ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
 MODEL_NAME = (r"(?<![\w/.-])(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
               r"o[134])[\w.-]*(?![\w/])")
 _MODEL = MODEL_NAME
-_NUMBER = r"(?<![\w.\-/])[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w/])"
+_NUMBER = r"(?<![A-Za-z0-9_.\-/])[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![A-Za-z0-9_/])"  # a CJK neighbour is a boundary
 # A number in words counts as a stated value when a unit follows it ("eight GPUs", "three are undercover",
 # "两张卡", "十六个样本"): "two servers" or "一个模型" describe the set-up and are not reported.
 _UNIT = (r"gpus?|cards?|players?|spies|spy|civilians?|undercover|werewol\w*|villagers?|steps?|updates?|"
@@ -51,6 +51,7 @@ TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<
 _ROLE_REF = r"(?:agent|server|服务器|智能体|optional|step|stage|phase|player|seat|玩家|座位|team|第)\s*#?"
 IGNORED_NUMBER = re.compile(rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
                             r"|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE | re.MULTILINE)
+REPORT_WIDTH = 80  # an unparsed entry longer than this is cut down to the part around its fact
 _CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s)")
 
 
@@ -151,18 +152,29 @@ class SpecText:
         return out
 
     def _part_around(self, start: int, end: int, position: int) -> tuple[int, int]:
-        """The part of clause [start, end) between the separators around `position`: any comma in a clause
-        past 160 characters, the full-width comma in a shorter one (a Chinese one-line spec:
-        "用 4 张卡，batch 8，最多 30 轮")."""
-        long = end - start > 160
-        if not long and "，" not in self.text[start:end]:
+        """The short part of clause [start, end) that holds `position`: a clause past REPORT_WIDTH characters is
+        cut at its commas, a shorter one at its full-width commas only (a Chinese one-line spec: "用 4 张卡，batch
+        8，最多 30 轮"); a part still past REPORT_WIDTH is cut to about that many characters around `position`,
+        at spaces where it can."""
+        long = end - start > REPORT_WIDTH
+        if long or "，" in self.text[start:end]:
+            for sep in re.compile(r"[,，、]" if long else "，").finditer(self.text, start, end):
+                if sep.end() <= position:
+                    start = sep.end()
+                else:
+                    end = sep.start()
+                    break
+        while start < end and self.text[start].isspace():
+            start += 1
+        if end - start <= REPORT_WIDTH:
             return start, end
-        for sep in re.compile(r"[,，、]" if long else "，").finditer(self.text, start, end):
-            if sep.end() <= position:
-                start = sep.end()
-            else:
-                return start, sep.start()
-        return start, end
+        half = REPORT_WIDTH // 2
+        left, right = max(start, position - half), min(end, position + half)
+        space = self.text.find(" ", left, position)
+        left = space + 1 if left > start and 0 <= space < position else left
+        space = self.text.rfind(" ", position, right)
+        right = space if right < end and space > position else right
+        return left, right
 
     def _ignored(self, m: re.Match) -> bool:
         if m.lastgroup != "num":
