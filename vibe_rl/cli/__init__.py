@@ -60,3 +60,8 @@ def main() -> None:
     except VibeRLError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise SystemExit(2) from None
+    except OSError as exc:  # a file system refusal (permission, full disk, a file where a folder should be)
+        hint = (f": {exc.filename}. Check that path (it must exist and be writable by you) and run the command "
+                "again." if exc.filename else "")
+        typer.secho(f"error: {exc.strerror or exc}{hint}", fg=typer.colors.RED, err=True)
+        raise SystemExit(2) from None

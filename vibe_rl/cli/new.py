@@ -55,12 +55,20 @@ def register(app: typer.Typer) -> None:
         if len(given) != 1:
             raise PlannerError('Give exactly one of: the spec as an argument, --spec-file FILE, or --plan '
                                'task_spec.json, e.g. vibe-rl new "who is spy, 8 GPUs, batch size 16".')
+        if out is not None and not dry_run:  # before planning: an LLM planner's answer is not wasted on a bad --out
+            from vibe_rl.scaffold.outdir import check_target
+
+            check_target(out, "--out", force)
         if plan_file is not None:
             task, used = load_plan(plan_file, name=name), "none (--plan)"
         else:
             if spec_file is not None:
+                if spec_file.is_dir():
+                    raise PlannerError(f"--spec-file {spec_file} is a folder; pass the spec's file, e.g. "
+                                       f"--spec-file {spec_file / 'spec.md'}.")
                 if not spec_file.is_file():
-                    raise PlannerError(f"--spec-file {spec_file} does not exist.")
+                    raise PlannerError(f"--spec-file {spec_file} does not exist. Check the path, or pass the spec "
+                                       'as an argument: vibe-rl new "who is spy, 8 GPUs".')
                 spec = read_spec(spec_file)
             task, used = plan(spec, planner=planner, name=name, family=family), resolve(planner)
         _show(task, used, as_json)
@@ -103,5 +111,8 @@ def read_spec(path: Path) -> str:
             return raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             pass
+    if raw.count(b"\x00") > len(raw) // 4:
+        raise PlannerError(f"--spec-file {path} looks like UTF-16 without a byte-order mark. Save it as UTF-8 (e.g. "
+                           f"iconv -f UTF-16LE -t UTF-8 {path} > spec.md) and try again.")
     raise PlannerError(f"--spec-file {path} is not UTF-8 text. Save it as UTF-8 (e.g. iconv -f GBK -t UTF-8 "
                        f"{path} > spec.md) and try again.")

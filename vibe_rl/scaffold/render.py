@@ -108,26 +108,32 @@ def render_files(spec: TaskSpec, manifest: Manifest) -> dict[str, str]:
 
 
 def render_project(spec: TaskSpec, out_dir: str | Path, force: bool = False, python: str = sys.executable) -> list[Path]:
-    """Write the project; refuse a non-empty folder unless `force`. Returns the written files."""
+    """Write the project; refuse a file, a non-empty folder (unless `force`) or a folder inside another project
+    (unless `force`). Everything is written next to `out_dir` first and moved into place at the end, so a failed
+    render (a template or data script error, a full disk, Ctrl-C) leaves no half-written project. Returns the
+    written files."""
+    from vibe_rl.scaffold.outdir import check_target, staged_folder
+
     manifest = load_family(spec.family)
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise TemplateError(f"{out} is a file, not a folder. Pick another --out.")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise TemplateError(f"{out} is not empty. Pick another --out, or pass --force to overwrite its files.")
+    check_target(out, "--out", force)
     files = render_files(spec, manifest)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for rel, text in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    for script in manifest.dataset.generate if manifest.dataset else []:
-        done = subprocess.run([python, script], cwd=out, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise TemplateError(f"{out / script} failed while generating data (exit {done.returncode}):\n"
-                                f"{done.stderr[-2000:]}\nFix the template or the spec's parameters.")
+    with staged_folder(out, "--out") as staged:
+        for rel, text in files.items():
+            path = staged / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        for script in manifest.dataset.generate if manifest.dataset else []:
+            try:
+                done = subprocess.run([python, script], cwd=staged, capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                raise TemplateError(f"{spec.family}'s {script} ran past 120 s while generating data; nothing was "
+                                    f"written to {out}. Fix the template or lower the spec's sizes.") from None
+            if done.returncode != 0:
+                raise TemplateError(f"{spec.family}'s {script} failed while generating data (exit "
+                                    f"{done.returncode}); nothing was written to {out}:\n{done.stderr[-2000:]}\n"
+                                    "Fix the template or the spec's parameters.")
+    written = [out / rel for rel in files]
     if manifest.dataset:
         written.append(out / manifest.dataset.file)
     return written
