@@ -1,5 +1,6 @@
-"""`vibe-rl new` with bad input (real CLI): a clear error naming the option, exit 2, no traceback, and never a
-half-written project: a failing data script or Ctrl-C while rendering leaves the target as it was."""
+"""`vibe-rl new` and `vibe-rl init` with bad input (real CLI): a clear error naming the option, exit 2, no
+traceback, and never a half-written project: a failing data script or Ctrl-C while rendering leaves the target as
+it was."""
 
 from __future__ import annotations
 
@@ -100,3 +101,18 @@ def test_ctrl_c_while_rendering_leaves_no_folder(tmp_path):
 @pytest.mark.parametrize("spec", ["", "   \n\t"])
 def test_empty_spec(spec):
     refused(new(spec, "--dry-run"), "spec is empty")
+
+
+def test_init_bad_target_or_name_writes_nothing(tmp_path):
+    def init(*args):
+        return subprocess.run([VIBE_RL, "init", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    (tmp_path / "a_file").write_text("x")
+    refused(init("a_file"), "a_file is a file")
+    refused(init("a_file/game"), "is a file, so no folder can be made")
+    refused(init("game", "--name", "My Game!"), "--name 'My Game!'", "--name my_game")
+    assert leftovers(tmp_path) == ["a_file"]  # the bad --name used to leave five files and no task_spec.json
+    done = init("with space/游戏")
+    assert done.returncode == 0, done.stderr
+    assert "vibe-rl doctor 'with space/游戏'" in done.stdout  # the hint can be pasted into a shell
+    refused(init("with space/游戏/inner"), "inside the project", "--force")

@@ -9,6 +9,7 @@ schema: `vibe-rl schema taskspec`). Replace the game and keep the contract the f
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -58,20 +59,23 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write a minimal hand-written project (two-seat self-play game, config, task_spec.json) to edit."""
         from vibe_rl.errors import ConfigError
+        from vibe_rl.scaffold.outdir import check_target, staged_folder
 
-        if project.exists() and any(project.iterdir()) and not force:
-            raise ConfigError(f"{project} is not empty: pick a new folder, or pass --force to overwrite "
-                              f"{', '.join(FILES)}, config.yaml and task_spec.json there")
+        if name and not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise ConfigError(f"--name {name!r} is not a project slug: use lowercase letters, digits and '_', "
+                              "starting with a letter, e.g. --name my_game.")
+        check_target(project, "PROJECT", force)
         slug = name or re.sub(r"[^a-z0-9_]+", "_", project.resolve().name.lower()).strip("_")
         if not re.fullmatch(r"[a-z][a-z0-9_]*", slug or ""):
             slug = f"game_{slug}" if slug else "game"
         short = re.sub(r"[^a-z0-9]+", "-", slug)[:12].strip("-") or "game"
-        project.mkdir(parents=True, exist_ok=True)
-        for file in FILES:
-            shutil.copyfile(SKELETON / file, project / file)
-        (project / "config.yaml").write_text(build_config(slug), encoding="utf-8")
-        spec = build_spec(slug, short)
-        (project / "task_spec.json").write_text(spec.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        spec, config = build_spec(slug, short), build_config(slug)  # both before a file is written
+        with staged_folder(project, "PROJECT") as staged:
+            for file in FILES:
+                shutil.copyfile(SKELETON / file, staged / file)
+            (staged / "config.yaml").write_text(config, encoding="utf-8")
+            (staged / "task_spec.json").write_text(spec.model_dump_json(indent=2) + "\n", encoding="utf-8")
         typer.echo(f"[vibe-rl] wrote {project}: {', '.join(FILES)}, config.yaml, task_spec.json")
+        where = shlex.quote(str(project))
         typer.echo("  next: python -m pytest -q test_game.py (in the folder), then "
-                   f"`vibe-rl doctor {project}` and `vibe-rl run {project} --until first-step --stop`")
+                   f"`vibe-rl doctor {where}` and `vibe-rl run {where} --until first-step --stop`")

@@ -93,7 +93,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"next: write the rules in {target / 'game_rules.py'} (functions marked WRITE) and their "
                        "tests, or rerun with --planner openai|anthropic to have an LLM write them")
         if not as_json:
-            typer.echo(f"next: vibe-rl doctor {target} && vibe-rl run {target}")
+            import shlex
+
+            typer.echo(f"next: vibe-rl doctor {shlex.quote(str(target))} && vibe-rl run {shlex.quote(str(target))}")
 
 
 def read_spec(path: Path) -> str:

@@ -42,7 +42,7 @@ def check_target(out: Path, option: str, force: bool, nested_ok: bool = False) -
     path = _absolute(out)
     if path == Path(path.anchor) or path == _absolute(Path.home()):
         raise ConfigError(f"{option} {out} is {'the root folder' if path == Path(path.anchor) else 'your home folder'}"
-                          f": pick a new folder for it, e.g. {option} {path / 'my_project'}.")
+                          f": pick a new folder under it, e.g. {path / 'my_project'}.")
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {out} is a file, not a folder. Pick a folder path (it is created if missing).")
     parent = path.parent
