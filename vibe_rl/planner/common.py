@@ -117,8 +117,8 @@ def static_endpoint(facts: Facts, model: StaticModel) -> StaticModel:
     if url_env:
         model.base_url, model.base_url_env = None, url_env.group(1)
     keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
-    if keys and (model.api_key_env is None or model.api_key_env not in keys):
-        model.api_key_env = keys[0]
+    if keys and (model.base_url or model.base_url_env) and (model.api_key_env is None or model.api_key_env not in keys):
+        model.api_key_env = keys[0]  # with no URL a key is never used (doctor reports it): static_note says so
     return model
 
 
@@ -127,6 +127,14 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
     if model.base_url and model.base_url not in facts.text:
         notes.append(f"Static model {model.name}: base URL {model.base_url} filled in (a known provider), key from "
                      f"${model.api_key_env}; without that key the server serves a frozen local copy.")
+    elif not (model.base_url or model.base_url_env) and model.name != "opponent":
+        keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
+        notes.append(f"Static model {model.name}: the spec gives no URL for it and it is not a provider the planner "
+                     f"knows, so the server serves it as a frozen local copy of the trainable model under that name. "
+                     f"To call the real {model.name}, set base_url (or base_url_env, an env var holding the URL) and "
+                     f"api_key_env{f' ({keys[0]})' if keys else ''} for it under static_models in the config YAML "
+                     f"after rendering, or give its URL in the spec ('{model.name} served at "
+                     f"http://HOST:PORT/v1').")
 
 
 def no_model_path(facts: Facts, notes: list[str], server: str = "") -> str:

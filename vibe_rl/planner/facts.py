@@ -25,6 +25,11 @@ KNOWN_STATIC = [
     (r"gpt-4o(?:-mini)?|gpt-4\.1(?:-mini)?|gpt-5(?:-mini)?|o3-mini", "https://api.openai.com/v1", "OPENAI_API_KEY"),
     (r"deepseek-(?:chat|reasoner)", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
 ]
+# Words around a model name the planner has no provider for: it plays a side (a static model) or it trains.
+_CONTEXT = (r"(?P<static>played\s+by|\bplays?\b|controlled\s+by|driven\s+by|powered\s+by|\bopponents?\b|\bagainst\b|"
+            r"\bvs\.?(?!\w)|\bversus\b|\bstatic\b|\bfrozen\b|\bfixed\b|\bothers\b|\bthe\s+rest\b|由|扮演|对手|对抗|"
+            r"静态|冻结|固定|其余|其他|驱动|控制)|(?P<train>\btrain\w*|fine[\s-]*tun\w*|base\s+model|\bpolicy\b|"
+            r"\blearners?\b|\binit\w*|start(?:s|ing)?\s+from|训练|微调|基座|初始化|学习)")
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|winners?|winning|wins?\b|won\b"
 LOSS_WORDS = r"败者|失败者?|败方|负方|负者|输方|输家|输了?|losers?|losing|loss(?:es)?\b|lose[sd]?\b|lost\b"
@@ -121,7 +126,24 @@ def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
             model = found.get(name.lower(), (start + names[0].start(), StaticModel(name=name)))
             model[1].base_url, model[1].api_key_env = url.group().rstrip("."), keys[0] if keys else model[1].api_key_env
             found[name.lower()] = model
+    for m in src.finditer(MODEL_NAME):  # "spies played by llama-3-70b", "opponent: mistral-large"
+        name = m.group().rstrip(".")
+        if name.lower() not in found and _static_context(src, m.start(), m.start() + len(name)):
+            found[name.lower()] = (m.start(), StaticModel(name=name))
     return sorted(found.values(), key=lambda item: item[0])
+
+
+def _static_context(src: SpecText, start: int, end: int) -> bool:
+    """Whether the words around a model name (in its comma part) say it plays a side rather than trains: the
+    nearest such word before the name decides, else the first one after it ("glm-4-plus 扮演卧底")."""
+    c_start, c_end = src.clause_of(start)
+    left = max([c_start] + [c_start + m.end() for m in re.finditer(r"[,，;；、(（)）]", src.text[c_start:start])])
+    right = next((end + m.start() for m in re.finditer(r"[,，;；、(（)）]", src.text[end:c_end])), c_end)
+    before = [(m.start(), bool(m.group("static"))) for m in re.finditer(_CONTEXT, src.text[left:start], re.I)]
+    if before:
+        return before[-1][1]
+    after = re.search(_CONTEXT, src.text[end:right], re.IGNORECASE)
+    return bool(after and after.group("static"))
 
 
 def rewards(src: SpecText) -> tuple[float | None, float | None]:
@@ -196,6 +218,12 @@ def extract(text: str) -> Facts:
     size = next((m for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
                  if not any(a <= m.start() < b for a, b in static_spans)), None)  # "Qwen3-32B" is the opponent's
     facts.model_size = size.group(1) if size else None
+    statics = {m.name.lower() for _, m in facts.static_models}
+    for name in dict.fromkeys(m.group().rstrip(".") for m in src.finditer(MODEL_NAME)):
+        if name.lower() not in statics and not facts.model_paths:
+            facts.notes.append(f"Model {name} is named without a local directory, and the spec does not say it "
+                               f"plays a side: to train it, name its directory (e.g. /models/{name}); to have it play "
+                               f"a side, say so ('the spies are played by {name}').")
     facts.win, facts.loss = rewards(src)
     facts.no_chinese = bool(src.search(r"不得出现中文|不要(?:出现)?中文|不能(?:出现|有)中文|no chinese|english only|"
                                        r"only english|without chinese|英文代码|只用英文"))
