@@ -19,25 +19,63 @@ import typer
 from vibe_rl.errors import ConfigError, ModelLoadError
 
 
-def export_checkpoint(checkpoint: Path, out: Path, merge_lora: bool = False, base: str | None = None,
-                      force: bool = False) -> Path:
-    """Write `checkpoint` (a directory engine.save() wrote) to `out` as an HF model directory; returns `out`."""
+def _check_out(checkpoint: Path, out: Path, force: bool) -> None:
+    """OUT must be a new or empty folder, or (with --force) an earlier export: never `/`, a file, a folder that
+    holds the checkpoint or lies inside it, nor a folder of other files (--force would delete them)."""
+    from vibe_rl.scaffold.outdir import check_target
+
+    check_target(out, "OUT", force=True, nested_ok=True)  # a file, a path under a file, /, home
+    ckpt, target = checkpoint.resolve(), out.resolve()
+    if target == ckpt or target in ckpt.parents or ckpt in target.parents:
+        raise ConfigError(f"OUT {out} {'holds' if target in ckpt.parents or target == ckpt else 'is inside'} the "
+                          f"checkpoint {checkpoint}: pick a folder outside it, e.g. {ckpt.parent.parent / 'exported'}.")
+    if out.is_dir() and any(out.iterdir()):
+        if not force:
+            raise ConfigError(f"{out} is not empty. Pick a new directory or pass --force to replace it.")
+        if not (out / "config.json").is_file():
+            raise ConfigError(f"OUT {out} is not empty and is not a model folder (no config.json): --force replaces "
+                              "only an earlier export. Pick a new folder, or empty this one yourself.")
+
+
+def _read_state(checkpoint: Path) -> dict:
     state_file = checkpoint / "state.json"
     if not state_file.is_file():
         raise ModelLoadError(f"{checkpoint} is not a vibe-rl checkpoint (no state.json). Pass a directory such as "
                              "<experiment>/checkpoints/step_000005.")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise ConfigError(f"{out} is not empty. Pick a new directory or pass --force to replace it.")
-    state = json.loads(state_file.read_text())
+    try:
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelLoadError(f"{state_file} is damaged ({exc}): export another step of "
+                             f"{checkpoint.resolve().parent}.") from None
+    if not isinstance(state, dict):
+        raise ModelLoadError(f"{state_file} is damaged (a JSON {type(state).__name__}, not an object): export "
+                             f"another step of {checkpoint.resolve().parent}.")
+    weights = checkpoint / ("adapter" if state.get("lora") else "model")
+    if not weights.is_dir():
+        raise ModelLoadError(f"{checkpoint} has no {weights.name}/ folder (state.json says it holds "
+                             f"{'a LoRA adapter' if state.get('lora') else 'full weights'}): the checkpoint is "
+                             f"incomplete; export another step of {checkpoint.resolve().parent}.")
+    return state
+
+
+def export_checkpoint(checkpoint: Path, out: Path, merge_lora: bool = False, base: str | None = None,
+                      force: bool = False) -> Path:
+    """Write `checkpoint` (a directory engine.save() wrote) to `out` as an HF model directory; returns `out`."""
+    state = _read_state(checkpoint)
+    _check_out(checkpoint, out, force)
+    if state.get("lora"):
+        if not merge_lora:
+            raise ConfigError(f"{checkpoint} holds a LoRA adapter, not full weights. Pass --merge-lora to merge "
+                              "it into its base model (a servable directory), or serve the base model with "
+                              f"the adapter in {checkpoint / 'adapter'} yourself.")
+        if not (base or state.get("base_model")):
+            raise ModelLoadError(f"{checkpoint / 'state.json'} does not name the base model of its LoRA adapter: "
+                                 "pass it with --base PATH.")
     tmp = out.parent / f".{out.name}.export-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         if state.get("lora"):
-            if not merge_lora:
-                raise ConfigError(f"{checkpoint} holds a LoRA adapter, not full weights. Pass --merge-lora to merge "
-                                  "it into its base model (a servable directory), or serve the base model with "
-                                  f"the adapter in {checkpoint / 'adapter'} yourself.")
             _merge(checkpoint / "adapter", base or state["base_model"], tmp)
         else:
             shutil.copytree(checkpoint / "model", tmp)
