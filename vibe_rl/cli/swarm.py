@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
 
     @swarm.command()
     def start(
-        port: int = typer.Option(10086, "--port", help="TCP port."),
+        port: int = typer.Option(10086, "--port", min=0, max=65535, help="TCP port (0: any free port)."),
         host: str = typer.Option("127.0.0.1", "--host", help="Bind address (loopback by default)."),
         config: str | None = typer.Option(None, "--config", help="TrainJob YAML: the job an empty start uses."),
         model: str | None = typer.Option(None, "--model", help="tiny|PATH: overrides any synced job's model.path."),
@@ -42,21 +42,36 @@ def register(app: typer.Typer) -> None:
         """Serve episodes and train: OFFLINE until a client syncs a job (or --boot).
 
         Control calls and /episode/begin need the admin token; a SwarmClient on this machine finds it."""
-        from vibe_rl.cli import ranks
+        from pathlib import Path
 
+        from pydantic import ValidationError
+
+        from vibe_rl.cli import checks, ranks
+        from vibe_rl.engine import distributed
+        from vibe_rl.errors import ConfigError
+        from vibe_rl.schema import TrainJob
+        from vibe_rl.swarm.config import ServerConfig
+        from vibe_rl.swarm.protocol import ApiError
+
+        for option, value, example in (("--config", config, "config.yaml"), ("--token-file", token_file, "swarm.token")):
+            if value and Path(value).is_dir():
+                raise ConfigError(f"{option} {value} is a folder; pass a file, e.g. {option} {Path(value) / example}.")
+        base = TrainJob.from_yaml(config) if config else None
+        try:
+            cfg = ServerConfig(host=host, port=port, base_job=base, boot_on_start=boot, model=model,
+                               experiment_dir=experiment_dir, overrides=list(set_), token=token, token_file=token_file,
+                               allowed_hosts=list(allowed_host), incomplete_group_ttl=incomplete_group_ttl)
+        except ValidationError as exc:
+            raise checks.option_error(exc, {"incomplete_group_ttl": "--incomplete-group-ttl", "port": "--port",
+                                            "host": "--host", "token": "--token"}) from None
+        if node_rank == 0 and not distributed.launched_by_torchrun():  # before the ranks start: rank 0 serves HTTP
+            checks.check_port(host, port)
         role = ranks.start_ranks(nproc_per_node, nnodes, node_rank, master_addr, master_port,
                                  cpu=ranks.forces_cpu(list(set_), config))
         if role == ranks.WORKER_DONE:
             return
-        from vibe_rl.schema import TrainJob
         from vibe_rl.swarm.app import serve
-        from vibe_rl.swarm.config import ServerConfig
-        from vibe_rl.swarm.protocol import ApiError
 
-        base = TrainJob.from_yaml(config) if config else None
-        cfg = ServerConfig(host=host, port=port, base_job=base, boot_on_start=boot, model=model,
-                           experiment_dir=experiment_dir, overrides=list(set_), token=token, token_file=token_file,
-                           allowed_hosts=list(allowed_host), incomplete_group_ttl=incomplete_group_ttl)
         if base is not None:  # print the override notes up front, not only when a client syncs
             try:
                 notes = cfg.effective_job(base)[1]
@@ -76,25 +91,31 @@ def register(app: typer.Typer) -> None:
     def overwatch(
         url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL."),
         once: bool = typer.Option(False, "--once", help="Print one snapshot and exit."),
-        interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes."),
+        interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes."),
     ) -> None:
         """Live view of a swarm server: state, step, pool, running episodes, tasks."""
+        from vibe_rl.cli.checks import check_token_env
         from vibe_rl.swarm.overwatch import run
 
+        check_token_env()
         raise typer.Exit(run(url, once=once, interval=interval))
 
     @swarm.command()
     def status(url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL.")) -> None:
         """Print the server's status JSON."""
+        from vibe_rl.cli.checks import check_token_env
         from vibe_rl.swarm import SwarmClient
 
+        check_token_env()
         with SwarmClient(url) as client:
             typer.echo(json.dumps(client.get_engine_status(), indent=2))
 
     @swarm.command()
     def stop(url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL.")) -> None:
         """Stop the engine (the server keeps running, OFFLINE)."""
+        from vibe_rl.cli.checks import check_token_env
         from vibe_rl.swarm import SwarmClient
 
+        check_token_env()
         with SwarmClient(url) as client:
             typer.echo(json.dumps(client.stop_engine(), indent=2))

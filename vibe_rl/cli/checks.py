@@ -1,0 +1,77 @@
+"""Checks the commands make before they start anything: a port that can be bound, environment variables that
+hold something usable, pydantic errors of a command's own options turned into one line naming the option."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from vibe_rl.errors import ConfigError
+
+
+def check_port(host: str, port: int, port_option: str = "--port", host_option: str = "--host") -> None:
+    """Refuse, before serving, a port that is taken or not allowed and a host that is no address of this machine."""
+    if port == 0:
+        return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigError(f"{host_option} {host!r} is not an address or a host name this machine can resolve "
+                          f"({exc}). Use 127.0.0.1 (this machine only) or 0.0.0.0 (every interface).") from None
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT does not count
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(f"{port_option} {port} on {host} is in use by another process. Stop it (`ss -ltnp "
+                                  f"| grep :{port}` shows which) or pick another {port_option} (0: any free port)."
+                                  ) from None
+            if exc.errno == errno.EACCES:
+                raise ConfigError(f"{port_option} {port}: ports below 1024 need root. Pick a port from 1024 to "
+                                  "65535.") from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise ConfigError(f"{host_option} {host} is not an address of this machine. Use 127.0.0.1 (this "
+                                  "machine only) or 0.0.0.0 (every interface).") from None
+            raise ConfigError(f"Cannot listen on {host}:{port} ({exc.strerror or exc}). Check {host_option} and "
+                              f"{port_option}.") from None
+
+
+def check_token_env() -> None:
+    """VIBE_RL_SWARM_TOKEN set to blanks, or VIBE_RL_SWARM_TOKEN_FILE naming no readable token, would be sent (or
+    not) silently and end in a bare 401; say which variable is wrong instead."""
+    from vibe_rl.swarm.auth import ENV_TOKEN, ENV_TOKEN_FILE
+
+    token = os.environ.get(ENV_TOKEN)
+    if token is not None and token != "" and not token.strip():
+        raise ConfigError(f"{ENV_TOKEN} is set but holds only spaces. Unset it (`unset {ENV_TOKEN}`: the token is "
+                          "then found on this machine) or set it to the server's admin token.")
+    path = os.environ.get(ENV_TOKEN_FILE)
+    if path:
+        file = Path(path)
+        if not file.is_file():
+            what = "a folder" if file.is_dir() else "missing"
+            raise ConfigError(f"{ENV_TOKEN_FILE}={path} is {what}. Point it at the server's token file "
+                              f"(<experiment dir>/swarm.token) or unset it.")
+        try:
+            text = file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{ENV_TOKEN_FILE}={path} cannot be read ({exc}). Point it at the server's token "
+                              "file (<experiment dir>/swarm.token) or unset it.") from None
+        if not text:
+            raise ConfigError(f"{ENV_TOKEN_FILE}={path} is empty. Point it at the server's token file "
+                              "(<experiment dir>/swarm.token) or unset it.")
+
+
+def option_error(exc: ValidationError, options: dict[str, str]) -> ConfigError:
+    """The first error of a config built from command-line options, as 'OPTION VALUE: what is wrong'."""
+    err = exc.errors()[0]
+    field = str(err["loc"][0]) if err["loc"] else ""
+    option = options.get(field, field)
+    shown = "" if "token" in field else f" {err.get('input')!r}"  # a secret is never echoed
+    return ConfigError(f"{option}{shown}: {err['msg'][0].lower() + err['msg'][1:]}. See --help for its meaning.")
