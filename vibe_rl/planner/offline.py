@@ -20,6 +20,7 @@ from vibe_rl.planner.common import check_gpu_budget
 from vibe_rl.planner.corrections import apply_corrections
 from vibe_rl.planner.facts import extract
 from vibe_rl.planner.numbers import rewrite_scientific
+from vibe_rl.planner.resemble import differs_note, unknown_game_hint
 from vibe_rl.planner.text import strings_of
 from vibe_rl.planner.typos import fix_typos
 from vibe_rl.scaffold.families import Manifest, list_families
@@ -48,7 +49,8 @@ def pick_family(text: str, families: list[Manifest]) -> Manifest:
     if not scores or scores[0][0] == 0:
         lines = "\n".join(f"  - {m.name}: {m.description}" for m in families) or "  (none found)"
         raise PlannerError("The offline planner does not know the game or task of this spec: no template family's "
-                           f"keywords occur in it.\nFamilies it knows:\n{lines}\n{HOW_TO_GO_FURTHER}")
+                           f"keywords occur in it.\n{unknown_game_hint(text, families)}Families it knows:\n{lines}\n"
+                           f"{HOW_TO_GO_FURTHER}")
     return scores[0][2]
 
 
@@ -128,4 +130,4 @@ class OfflinePlanner:
             return plan_with(chosen, text, notes)
         matched = [m for m in families if m.keywords]
         chosen = pick_family(text, matched)
-        return plan_with(chosen, text, notes + _also_named(text, matched, chosen))
+        return plan_with(chosen, text, notes + differs_note(text, chosen) + _also_named(text, matched, chosen))
