@@ -57,3 +57,39 @@ def test_overwatch_interval_and_junk_token_variables(tmp_path):
         (tmp_path / "empty").write_text("\n")
         refused(swarm("status", *url, env={"VIBE_RL_SWARM_TOKEN_FILE": str(value)}, cwd=tmp_path),
                 "VIBE_RL_SWARM_TOKEN_FILE", word)
+
+
+def traces(*args, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([VIBE_RL, "traces", *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_traces_on_a_damaged_or_foreign_database(tmp_path):
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "swarm.sqlite").write_text("not a database")
+    refused(traces("serve", "junk", "--port", 0, cwd=tmp_path), "swarm.sqlite is not a swarm server's episode database")
+    refused(traces("export", "junk", cwd=tmp_path), "not a swarm server's episode database")
+    import sqlite3
+
+    (tmp_path / "other").mkdir()
+    sqlite3.connect(tmp_path / "other" / "swarm.sqlite").execute("CREATE TABLE t (x)").connection.close()
+    refused(traces("export", "other", cwd=tmp_path), "no such table")
+    refused(traces("serve", tmp_path / "nothing", cwd=tmp_path), "No swarm.sqlite")
+
+
+def test_traces_export_out_and_serve_port(tmp_path):
+    import sqlite3
+
+    (tmp_path / "exp").mkdir()
+    with sqlite3.connect(tmp_path / "exp" / "swarm.sqlite") as db:  # the columns the checks read, no episodes
+        db.execute("CREATE TABLE episodes (episode_uuid, task_id, reward, ended_at)")
+        db.execute("CREATE TABLE turns (episode_uuid)")
+    refused(traces("export", "exp", "--out", tmp_path / "missing" / "e.jsonl", cwd=tmp_path), "--out", "does not exist")
+    refused(traces("export", "exp", "--out", tmp_path, cwd=tmp_path), "--out", "is a folder")
+    refused(traces("serve", "exp", "--port", 70000, cwd=tmp_path), "--port")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        refused(traces("serve", "exp", "--port", holder.getsockname()[1], cwd=tmp_path), "in use")
+    done = traces("export", "exp", "--out", "e.jsonl", cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / "e.jsonl").read_text() == "", done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.jsonl", "exp"]  # no partial file left
