@@ -51,6 +51,9 @@ def play(project: Path, mode: str | None = None, task: str | None = None, timeou
     work = Path(tempfile.mkdtemp(prefix="vibe-rl-play-"))
     env = {k: v for k, v in os.environ.items() if k != "VIBE_RL_SWARM_TOKEN"} | {"PYTHONUNBUFFERED": "1"}
     procs, dbs, taken = [], [], set()
+    from vibe_rl.autopilot.runner import _sigterm_as_interrupt
+
+    restore = _sigterm_as_interrupt()  # `kill`/`timeout` end the play like Ctrl-C: its servers are stopped too
     try:
         for s in spec.servers_for(m.name):
             port = identity.next_free_port(identity.default_port(s.port, root) + 5, taken)
@@ -89,6 +92,7 @@ def play(project: Path, mode: str | None = None, task: str | None = None, timeou
     finally:
         for proc in reversed(procs):  # the client first; each with its process group
             stop(proc, grace=20.0, group=True, kill_wait=None)
+        restore()
     show(episode, out)
     out(f"[vibe-rl] server and client output: {work}")
     return episode

@@ -75,3 +75,42 @@ def option_error(exc: ValidationError, options: dict[str, str]) -> ConfigError:
     option = options.get(field, field)
     shown = "" if "token" in field else f" {err.get('input')!r}"  # a secret is never echoed
     return ConfigError(f"{option}{shown}: {err['msg'][0].lower() + err['msg'][1:]}. See --help for its meaning.")
+
+
+def check_project(project: Path) -> None:
+    """A project argument must be a folder holding task_spec.json; say which of the two it is not."""
+    from vibe_rl.schema.spec import SPEC_FILE
+
+    if project.is_file():
+        raise ConfigError(f"{project} is a file; pass the project folder that holds it, e.g. {project.resolve().parent}.")
+    if not project.is_dir():
+        raise ConfigError(f"{project} does not exist. Pass a project folder (made by `vibe-rl new` or `vibe-rl init`).")
+    if not (project / SPEC_FILE).is_file():
+        raise ConfigError(f"{project} has no {SPEC_FILE}, so it is not a vibe-rl project. Pass the project folder, "
+                          f"re-create it with `vibe-rl new`, or write one (`vibe-rl schema taskspec` shows its fields).")
+
+
+def check_overrides(overrides: list[str], option: str = "--set") -> None:
+    """`key.sub=value` items of a TrainJob, checked before anything starts: the '=', the key's spelling, and a
+    value of the field's type (checks between fields are left to the job, which also has the config's values)."""
+    from vibe_rl.config import apply_overrides, unknown_keys, unknown_keys_message
+    from vibe_rl.schema import TrainJob
+
+    data: dict = {}
+    for item in overrides:
+        try:
+            apply_overrides(data, [item])
+        except ConfigError as exc:
+            raise ConfigError(f"{option} {item!r}: {exc}") from None
+    unknown = unknown_keys(TrainJob, data)
+    if unknown:
+        raise ConfigError(unknown_keys_message(TrainJob, unknown, f" in {option}"))
+    keys = {item.split("=", 1)[0].strip(): item for item in overrides}
+    try:
+        TrainJob.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            where = ".".join(str(part) for part in err["loc"])
+            if where in keys:
+                raise ConfigError(f"{option} {keys[where]!r}: {err['msg']}. `vibe-rl swarm start --help` and "
+                                  "docs/client.md ('The job') list the keys and their types.") from None

@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
                                                  "`vibe-rl init` or by hand."),
         mode: str = typer.Option(None, "--mode", help="Run mode, e.g. agent_roll or agent_roll_adv (default: the first)."),
         until: str = typer.Option(None, "--until", help=UNTIL_HELP),
-        timeout: float = typer.Option(1800.0, "--timeout", help="Seconds to wait for --until. Agents: prefer "
+        timeout: float = typer.Option(1800.0, "--timeout", min=1, help="Seconds to wait for --until. Agents: prefer "
                                                                 "--detach and `vibe-rl status DIR --wait S`."),
         fix: str = typer.Option("auto", "--fix", help="'auto': ask the configured LLM for fixes; 'off': only diagnose."),
         stop: bool = typer.Option(False, "--stop", help="End this project's tmux sessions: after the run, or right "
@@ -32,11 +32,11 @@ def register(app: typer.Typer) -> None:
         detach: bool = typer.Option(False, "--detach", help="Return at once; the run goes on in the background "
                                                             "(output in DIR/logs/run.log). Follow it with "
                                                             "`vibe-rl status DIR --wait S`."),
-        max_fixes: int = typer.Option(5, "--max-fixes", help="Most fix attempts (LLM answers) per run."),
+        max_fixes: int = typer.Option(5, "--max-fixes", min=0, help="Most fix attempts (LLM answers) per run."),
         device: str = typer.Option("auto", "--device", help="'auto', 'cpu' (tiny model, small settings) or 'gpu'."),
         overrides: list[str] = typer.Option(None, "--set", help="Server job override key.sub=value (repeatable); "
                                                                 "it wins over the CPU caps."),
-        ready_timeout: float = typer.Option(300.0, "--ready-timeout", help="Seconds for the servers to answer /healthz."),
+        ready_timeout: float = typer.Option(300.0, "--ready-timeout", min=1, help="Seconds for the servers to answer /healthz."),
     ) -> None:
         """Start servers and client in tmux (uv venvs), watch, diagnose, fix, until --until is met.
 
@@ -46,8 +46,10 @@ def register(app: typer.Typer) -> None:
         from vibe_rl.autopilot.llm import llm_from_env
         from vibe_rl.autopilot.plan import RunOptions, parse_until, stop_sessions
         from vibe_rl.autopilot.runner import Runner
+        from vibe_rl.cli.checks import check_overrides, check_project
         from vibe_rl.errors import ConfigError
 
+        check_project(project)
         if fix not in ("auto", "off"):
             raise ConfigError(f"--fix {fix!r}: use 'auto' or 'off'")
         if device not in ("auto", "cpu", "gpu"):
@@ -57,6 +59,7 @@ def register(app: typer.Typer) -> None:
             typer.echo("[vibe-rl] stopped: " + (", ".join(stopped) if stopped else "no session of this project was running"))
             return
         parse_until(until or "first-step")  # a bad --until fails here, not in the background
+        check_overrides(list(overrides or []))
         if detach:
             _detach(project, [a for a in sys.argv[1:] if a != "--detach"])
             return
@@ -64,10 +67,11 @@ def register(app: typer.Typer) -> None:
                           stop_after=stop, max_fixes=max_fixes, device=device, overrides=list(overrides or []),
                           ready_timeout=ready_timeout, fresh=fresh)
         llm = llm_from_env() if fix == "auto" else None
-        if llm is None:
+        runner = Runner(opts, llm=llm, out=lambda line: typer.echo(line))  # a bad task_spec.json or --mode fails here
+        if llm is None and fix == "auto":
             typer.echo("[vibe-rl] no fix LLM configured: failures are diagnosed, not fixed "
                        "(set VIBE_RL_FIX_MODEL with OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY)")
-        report = Runner(opts, llm=llm, out=lambda line: typer.echo(line)).run()
+        report = runner.run()
         typer.echo(report.render())
         from vibe_rl.swarm.curves import write_run_curves
 

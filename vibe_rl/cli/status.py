@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     @app.command("status")
     def status(
         project: Path = typer.Argument(..., help="Project folder a `vibe-rl run` was started on."),
-        wait: float = typer.Option(0.0, "--wait", help="Wait up to S seconds for the run to end; print the "
+        wait: float = typer.Option(0.0, "--wait", min=0, help="Wait up to S seconds for the run to end; print the "
                                                        "progress now and then. 0: answer at once."),
     ) -> None:
         """Progress and outcome of the project's latest `vibe-rl run` (e.g. one started with --detach).
