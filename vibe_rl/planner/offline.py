@@ -21,6 +21,7 @@ from vibe_rl.planner.corrections import apply_corrections
 from vibe_rl.planner.facts import extract
 from vibe_rl.planner.numbers import rewrite_scientific
 from vibe_rl.planner.resemble import differs_note, unknown_game_hint
+from vibe_rl.planner.terse import expand_terse
 from vibe_rl.planner.text import strings_of
 from vibe_rl.planner.typos import fix_typos
 from vibe_rl.scaffold.families import Manifest, list_families
@@ -117,7 +118,9 @@ class OfflinePlanner:
     def plan(self, text: str, family: str | None = None) -> TaskSpec:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
+        text, layout = expand_terse(text)
         text, notes = fix_typos(text)
+        notes[:0] = layout
         text, scientific = rewrite_scientific(text)
         text, corrected = apply_corrections(text)
         notes += scientific + corrected

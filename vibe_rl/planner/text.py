@@ -24,7 +24,7 @@ _UNITS = "one|two|three|four|five|six|seven|eight|nine"
 _WORD = (rf"(?:(?:a|one|{_UNITS})[ -]hundred(?:(?: and)? (?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?)?"
          rf"|(?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?|" + "|".join(sorted(WORDS, key=len, reverse=True)) + ")")
 WORD_NUMBER = rf"\b{_WORD}\b"
-CN_NUMBER = r"[零一二两三四五六七八九十百]{1,4}"
+CN_NUMBER = r"[零一二两三四五六七八九十百千]{1,6}"
 _DIGITS = r"(?<![.\d])(?<![\d.][eE]-)\d+"  # never the tail of "1e-6" or "2.5"
 NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
 SIGNED_NUM = rf"(-?{_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"  # after a field name: "batch size -4" is read, then refused
@@ -42,7 +42,7 @@ _UNIT = (r"gpus?|cards?|players?|spies|spy|civilians?|undercover|werewol\w*|vill
          r"rounds?|days?|epochs?|[ahbv]\d{2,3}s?")
 _WORD_VALUE = (rf"\b(?!one\b|a single\b|a pair of\b){_WORD}\b(?=[\s-]+(?:(?:of them|are|is|more|training|"
                rf"rollout|total)\s+)?(?:{_UNIT})\b)"
-               r"|(?<![第每一])(?!一(?![零一二两三四五六七八九十百]))[零一二两三四五六七八九十百]{1,4}(?=\s*(?:张|块|名|位|步|轮|局|天|次|条|"
+               r"|(?<![第每一])(?!一(?![零一二两三四五六七八九十百千]))[零一二两三四五六七八九十百千]{1,6}(?=\s*(?:张|块|名|位|步|轮|局|天|次|条|"
                r"(?:个|种)?(?:gpu|卡|显卡|玩家|卧底|平民|狼人|村民|任务|样本|回复|rollout|prompt)))")
 TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<num>{_NUMBER}|{_WORD_VALUE})",
                    re.IGNORECASE)
@@ -65,7 +65,7 @@ class Found:
 
 
 def to_int(word: str) -> int:
-    """'8' | '-4' | '八' | '十二' | '两百' | 'two' | 'thirty-two' | 'two hundred' -> int."""
+    """'8' | '-4' | '八' | '十二' | '两百' | '一千' | 'two' | 'thirty-two' | 'two hundred' -> int."""
     word = re.sub(r"\s+", " ", word.strip().lower())
     if re.fullmatch(r"-?\d+", word):
         return int(word)
@@ -79,6 +79,9 @@ def to_int(word: str) -> int:
     parts = re.split(r"[ -]", word)
     if parts[0] in TENS:
         return TENS[parts[0]] + (WORDS[parts[1]] if len(parts) > 1 else 0)
+    if "千" in word:
+        thousands, _, rest = word.partition("千")
+        return (_CN.get(thousands, 1) if thousands else 1) * 1000 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
     if "百" in word:
         hundreds, _, rest = word.partition("百")
         return (_CN.get(hundreds, 1) if hundreds else 1) * 100 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)

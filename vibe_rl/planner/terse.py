@@ -1,0 +1,107 @@
+"""Spec layouts the field patterns do not read as prose, rewritten to "key: value" parts before the rules run:
+
+- markdown tables: "| gpus | 8 |" -> "gpus: 8" (header and separator rows dropped; a table of more than two
+  columns gives "first cell: header2 cell2, header3 cell3");
+- command-line flags: "--batch-size 8 --lr 1e-6" -> "batch size: 8, lr: 1e-6";
+- inline assignments: "players=8 spies=2" -> "players=8, spies=2" (so "8 spies" is never read across them);
+- glued terse tokens: "bs8 n4 lr1e-6 steps300" -> "bs: 8, n: 4, lr: 1e-6, steps: 300"; "6p 1spy 4gpu" ->
+  "6 players, 1 spy, 4 GPUs";
+- abbreviations of the games: "wis" -> "who is spy", "ww" -> "werewolves".
+Every rewrite of a kind is said in one note.
+"""
+
+from __future__ import annotations
+
+import re
+
+ABBREVIATIONS = {"wis": "who is spy", "wisp": "who is spy", "ww": "werewolves", "wwf": "werewolves"}
+_KEYS = r"bs|n|lr|steps?|gpus?|temp|t|players?|spies|rounds?|days?|seed|ports?|mt|ctx"
+_KEY_NAMES = {"mt": "max tokens", "ctx": "max model len", "temp": "temperature", "t": "temperature"}
+_UNITS = {"p": "players", "player": "players", "players": "players", "spy": "spy", "spies": "spies", "gpu": "GPUs",
+          "gpus": "GPUs", "g": "GPUs", "r": "rounds", "rounds": "rounds", "step": "steps", "steps": "steps",
+          "k": "000", "人": "players", "卧底": "spies", "卡": "张卡", "步": "步", "轮": "轮"}
+_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.MULTILINE)
+_SEPARATOR = re.compile(r"^[\s|:-]+$")
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip().strip("`*") for c in line.strip().strip("|").split("|")]
+
+
+def tables(text: str) -> tuple[str, int]:
+    """Markdown table rows as "key: value" lines; (text, rows rewritten)."""
+    lines, out, header, count = text.split("\n"), [], None, 0
+    for i, line in enumerate(lines):
+        if not _ROW.match(line):
+            out.append(line)
+            header = None
+            continue
+        if _SEPARATOR.match(line):
+            out.append("")
+            continue
+        cells = _cells(line)
+        if i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]) and "|" in lines[i + 1]:
+            header = cells  # the header row: its names label a wide table's columns
+            out.append("")
+            continue
+        count += 1
+        if len(cells) > 2 and header and len(header) == len(cells):
+            out.append(f"{cells[0]}: " + ", ".join(f"{h} = {c}" for h, c in zip(header[1:], cells[1:], strict=True)))
+        else:
+            out.append(f"{cells[0]}: {', '.join(c for c in cells[1:] if c)}")
+    return "\n".join(out), count
+
+
+def flags(text: str) -> tuple[str, int]:
+    """'--batch-size 8' / '--lr=1e-6' -> 'batch size: 8,'; (text, flags rewritten)."""
+    pattern = r"(?<!\S)--([A-Za-z][\w-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?!--)(\S+)|(?<!\S)--([A-Za-z][\w-]*)"
+    found = len(re.findall(pattern, text))
+
+    def replace(m: re.Match) -> str:
+        if m.group(3):
+            return m.group(3).replace("-", " ").replace("_", " ") + ","
+        return f"{m.group(1).replace('-', ' ').replace('_', ' ')}: {m.group(2)},"
+
+    return re.sub(pattern, replace, text), found
+
+
+def glued(text: str) -> tuple[str, list[str]]:
+    """Terse tokens and game abbreviations; (text, what was read)."""
+    read: list[str] = []
+
+    def key_value(m: re.Match) -> str:
+        key = m.group(1).lower()
+        read.append(m.group())
+        return f"{_KEY_NAMES.get(key, key)}: {m.group(2)},"
+
+    def value_unit(m: re.Match) -> str:
+        unit = _UNITS[m.group(2).lower()]
+        read.append(m.group())
+        return f"{m.group(1)}{unit}" if unit == "000" else f"{m.group(1)} {unit},"
+
+    text = re.sub(rf"(?<![\S])({_KEYS})(\d[\d.]*(?:e-?\d+)?)(?=\s|$|[,，;；])", key_value, text, flags=re.I)
+    units = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
+    text = re.sub(rf"(?<![\S])(\d+)({units})(?=\s|$|[,，;；])", value_unit, text, flags=re.IGNORECASE)
+    for short, full in ABBREVIATIONS.items():
+        if re.search(rf"(?<![\w/.-]){short}(?![\w/-])", text, re.IGNORECASE):
+            text = re.sub(rf"(?<![\w/.-]){short}(?![\w/-])", full, text, flags=re.IGNORECASE)
+            read.append(f"{short} ({full})")
+    return text, read
+
+
+def expand_terse(text: str) -> tuple[str, list[str]]:
+    """(the text with tables, flags, inline assignments and terse tokens as "key: value" parts, notes)."""
+    notes = []
+    text, rows = tables(text)
+    if rows:
+        notes.append(f"Read {rows} markdown table row(s) as 'key: value' lines.")
+    text, count = flags(text)
+    if count:
+        notes.append(f"Read {count} command-line flag(s) ('--key value') as settings.")
+    assignment = r"[A-Za-z_\u4e00-\u9fff][\w.\u4e00-\u9fff-]*=[^\s,，;；=]+"
+    text = re.sub(rf"(?<!\S)({assignment})[ \t]+(?={assignment})", r"\1, ", text)  # "players=8 spies=2"
+    text = re.sub(rf"(?<!\S)({assignment})[ \t]+(?={assignment})", r"\1, ", text)  # every other pair
+    text, read = glued(text)
+    if read:
+        notes.append(f"Read terse tokens {', '.join(read)}.")
+    return text, notes
