@@ -90,7 +90,7 @@ def cpu_overrides(root: Path, config: str, user: list[str]) -> tuple[list[str], 
 
     try:
         data = load_yaml(root / config)
-    except ConfigError:
+    except (ConfigError, UnicodeDecodeError):  # reported by the doctor; the server names it when it starts
         data = {}
     mine = {o.split("=", 1)[0].strip(): o.split("=", 1)[1].strip() for o in user if "=" in o}
     sets, effective = [], {}

@@ -56,7 +56,11 @@ def register(app: typer.Typer) -> None:
         for option, value, example in (("--config", config, "config.yaml"), ("--token-file", token_file, "swarm.token")):
             if value and Path(value).is_dir():
                 raise ConfigError(f"{option} {value} is a folder; pass a file, e.g. {option} {Path(value) / example}.")
-        base = TrainJob.from_yaml(config) if config else None
+        try:
+            base = TrainJob.from_yaml(config) if config else None
+        except UnicodeDecodeError:
+            raise ConfigError(f"--config {config} is not UTF-8 text. Save it as UTF-8 (e.g. iconv -f GBK -t UTF-8 "
+                              f"{config} > job.yaml) and pass that file.") from None
         try:
             cfg = ServerConfig(host=host, port=port, base_job=base, boot_on_start=boot, model=model,
                                experiment_dir=experiment_dir, overrides=list(set_), token=token, token_file=token_file,

@@ -44,6 +44,7 @@ class Doctor:
         self.root = Path(project)
         self.findings: list[Finding] = []
         self.trees: dict[str, ast.Module] = {}
+        self.unreadable: set[str] = set()  # files that are not UTF-8: named once, then skipped by every check
 
     def add(self, level: str, file: str, line: int, message: str, fix: str) -> None:
         self.findings.append(Finding(level=level, file=file, line=line, message=message, fix=fix))
@@ -51,7 +52,7 @@ class Doctor:
     def files(self, suffixes: tuple[str, ...]) -> list[Path]:
         return [p for p in sorted(self.root.rglob("*")) if p.is_file() and p.suffix in suffixes
                 and not (SKIP_DIRS & set(p.relative_to(self.root).parts))
-                and not any(part.startswith(".venv") for part in p.parts)]
+                and not any(part.startswith(".venv") for part in p.parts) and self.rel(p) not in self.unreadable]
 
     def rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -75,6 +76,8 @@ class Doctor:
 
     def check_dataset(self, file: str, key: str) -> None:
         path = self.root / file
+        if file in self.unreadable:
+            return
         if not path.is_file():
             self.add("error", file, 0, "dataset file is missing",
                      "run `python mock_dataset.py` in the project to write it")
@@ -121,6 +124,8 @@ class Doctor:
         jobs: dict[str, TrainJob] = {}
         for server in spec.servers:
             path = self.root / server.config
+            if server.config in self.unreadable:
+                continue
             if not path.is_file():
                 self.add("error", server.config, 0, f"config of server {server.name} is missing",
                          f"re-render the project or write a TrainJob YAML at {server.config}")
@@ -221,12 +226,15 @@ class Doctor:
         if not self.root.is_dir():
             self.add("error", str(self.root), 0, "not a folder", "pass the project folder: vibe-rl doctor generated/<name>")
             return self.findings
+        from vibe_rl.scaffold import handwritten
+
         spec = None
-        try:
-            spec = TaskSpec.load(self.root)
-        except VibeRLError as exc:
-            self.add("warning", SPEC_FILE, 0, f"no usable TaskSpec: {exc}".splitlines()[0],
-                     "re-render with vibe-rl new, or write task_spec.json; wiring and size checks are skipped")
+        if handwritten.check_files(self, CODE_SUFFIXES + (".json",)):  # UTF-8 files, a task_spec.json to load
+            try:
+                spec = TaskSpec.load(self.root)
+            except VibeRLError as exc:
+                self.add("warning", SPEC_FILE, 0, f"no usable TaskSpec: {exc}".splitlines()[0],
+                         "re-render with vibe-rl new, or write task_spec.json; wiring and size checks are skipped")
         self.check_compile()
         if spec is None or spec.constraints.no_chinese_in_code:
             self.check_cjk()
@@ -239,14 +247,14 @@ class Doctor:
             check_plan(self, spec)
             from vibe_rl.engine.memory import spec_fit_notes
 
-            for fit in spec_fit_notes(spec, self.root):  # will each server's model fit the GPUs it gets?
+            fits = [] if any(s.config in self.unreadable for s in spec.servers) else spec_fit_notes(spec, self.root)
+            for fit in fits:  # will each server's model fit the GPUs it gets?
                 if not fit.fits:
                     self.add("warning", fit.config, 0, fit.message.split(": WILL NOT FIT")[0] + ": will not fit",
                              "use " + fit.fix)
         # hand-written projects: schema errors, a family with no template
-        from vibe_rl.scaffold import handwritten
-
-        handwritten.check_spec_file(self, self.root)
+        if SPEC_FILE not in self.unreadable:
+            handwritten.check_spec_file(self, self.root)
         handwritten.check_family(self, spec)
         self.check_wiring(spec)
         self.check_user_tags()

@@ -95,9 +95,11 @@ def _number(node: ast.AST) -> float | None:
 
 
 def _job(doc: Doctor, config: str) -> TrainJob | None:
+    if config in doc.unreadable:
+        return None
     try:
         return TrainJob.from_yaml(doc.root / config)
-    except (VibeRLError, OSError):
+    except (VibeRLError, OSError, UnicodeDecodeError):
         return None  # missing or invalid configs are reported by Doctor.check_sizes
 
 
@@ -137,7 +139,8 @@ def check_gpus(doc: Doctor, spec: TaskSpec) -> None:
                     f"{sorted(counts)} GPU(s) ({', '.join(f'{m.name}: {m.gpus.get(server.name)}' for m in modes)})",
                     f"make servers[{server.name}].gpus equal to modes[].gpus[{server.name}]")
         path = doc.root / server.config
-        first = path.read_text(encoding="utf-8").splitlines()[:1] if path.is_file() else []
+        readable = path.is_file() and server.config not in doc.unreadable
+        first = path.read_text(encoding="utf-8").splitlines()[:1] if readable else []
         header = _HEADER.match(first[0]) if first else None
         if header and int(header.group(3)) != server.gpus:
             doc.add("error", server.config, 1, f"the header says {header.group(3)} GPUs but {SPEC_FILE} gives "

@@ -16,6 +16,25 @@ TEMPLATE_ADDS = ("re-rendering with `vibe-rl new`, the family's task-id check of
                  "planner rules")
 
 
+def check_files(doctor, suffixes: tuple[str, ...]) -> bool:
+    """Files that are not UTF-8 (one error each; every other check skips them) and a missing task_spec.json
+    (an error: `vibe-rl run` needs it). True when task_spec.json is there to be loaded."""
+    for path in doctor.files(suffixes):
+        try:
+            path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError) as exc:
+            doctor.unreadable.add(doctor.rel(path))
+            why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"unreadable ({exc.strerror})"
+            doctor.add("error", doctor.rel(path), 0, f"{why}; the other checks skip it",
+                       "save it as UTF-8 (e.g. iconv -f GBK -t UTF-8 FILE > NEW, then move NEW over FILE)")
+    if not (doctor.root / SPEC_FILE).is_file():
+        doctor.add("error", SPEC_FILE, 0, "missing: this folder is not a vibe-rl project (`vibe-rl run` needs it); "
+                   "wiring and size checks are skipped", "pass the project folder, re-render it with `vibe-rl new`, "
+                   "or write task_spec.json (`vibe-rl schema taskspec` lists its fields)")
+        return False
+    return SPEC_FILE not in doctor.unreadable
+
+
 def check_spec_file(doctor, root: Path) -> None:
     """A task_spec.json that is not valid JSON or breaks the schema is an error naming the field."""
     path = Path(root) / SPEC_FILE
