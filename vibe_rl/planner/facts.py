@@ -128,7 +128,8 @@ def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
             found[name.lower()] = model
     for m in src.finditer(MODEL_NAME):  # "spies played by llama-3-70b", "opponent: mistral-large"
         name = m.group().rstrip(".")
-        if name.lower() not in found and _static_context(src, m.start(), m.start() + len(name)):
+        if (name.lower() not in found and re.search(r"[\d-]", name)  # "the DeepSeek API" names no model
+                and _static_context(src, m.start(), m.start() + len(name))):
             found[name.lower()] = (m.start(), StaticModel(name=name))
     return sorted(found.values(), key=lambda item: item[0])
 

@@ -73,7 +73,7 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
         rf"generation|completion){IS}(-?\d+)",
         rf"(?:answers?|replies|responses?|outputs?|generations?|completions?)\s*(?:of|capped at|limited to|up to|"
         rf"at most|<=|≤)\s*{NUM}\s*tokens",
-        rf"(?:up to|at most|最多)\s*{NUM}\s*tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|"
+        rf"(?:up to|at most|max(?:imum)?|no more than|最多)\s*{NUM}\s*tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|"
         rf"message|generation)",
     ], to_int),
     "max_model_len": ([

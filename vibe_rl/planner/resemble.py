@@ -41,7 +41,7 @@ def _name_before(text: str, position: int) -> str | None:
     name = re.search(r"((?:[A-Z][\w'-]*\s+){0,3}[A-Z][\w'-]*)\s*$", before)
     if name and not re.fullmatch(r"(?:I|We|A|An|The|Train|Plan|Use|It|This)", name.group(1)):
         return name.group(1)
-    game = re.search(r"(?:\ba|\ban|\bthe)?\s*((?:[\w-]+\s+){0,3}game)\s*$", before, re.IGNORECASE)
+    game = re.search(r"(?:\b(?:a|an|the)\s+)?((?:[\w-]+\s+){0,3}game)\s*$", before, re.IGNORECASE)
     if game:
         return game.group(1)
     return None

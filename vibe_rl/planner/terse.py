@@ -18,7 +18,7 @@ ABBREVIATIONS = {"wis": "who is spy", "wisp": "who is spy", "ww": "werewolves", 
 _KEYS = r"bs|n|lr|steps?|gpus?|temp|t|players?|spies|rounds?|days?|seed|ports?|mt|ctx"
 _KEY_NAMES = {"mt": "max tokens", "ctx": "max model len", "temp": "temperature", "t": "temperature"}
 _UNITS = {"p": "players", "player": "players", "players": "players", "spy": "spy", "spies": "spies", "gpu": "GPUs",
-          "gpus": "GPUs", "g": "GPUs", "r": "rounds", "rounds": "rounds", "step": "steps", "steps": "steps",
+          "gpus": "GPUs", "rounds": "rounds", "step": "steps", "steps": "steps",
           "k": "000", "人": "players", "卧底": "spies", "卡": "张卡", "步": "步", "轮": "轮"}
 _ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.MULTILINE)
 _SEPARATOR = re.compile(r"^[\s|:-]+$")
@@ -79,9 +79,9 @@ def glued(text: str) -> tuple[str, list[str]]:
         read.append(m.group())
         return f"{m.group(1)}{unit}" if unit == "000" else f"{m.group(1)} {unit},"
 
-    text = re.sub(rf"(?<![\S])({_KEYS})(\d[\d.]*(?:e-?\d+)?)(?=\s|$|[,，;；])", key_value, text, flags=re.I)
+    text = re.sub(rf"(?<![^\s,，;；:：(（])({_KEYS})(\d[\d.]*(?:e-?\d+)?)(?=\s|$|[,，;；])", key_value, text, flags=re.I)
     units = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
-    text = re.sub(rf"(?<![\S])(\d+)({units})(?=\s|$|[,，;；])", value_unit, text, flags=re.IGNORECASE)
+    text = re.sub(rf"(?<![^\s,，;；:：(（])(\d+)({units})(?=\s|$|[,，;；])", value_unit, text, flags=re.IGNORECASE)
     for short, full in ABBREVIATIONS.items():
         if re.search(rf"(?<![\w/.-]){short}(?![\w/-])", text, re.IGNORECASE):
             text = re.sub(rf"(?<![\w/.-]){short}(?![\w/-])", full, text, flags=re.IGNORECASE)
