@@ -116,3 +116,10 @@ def test_init_bad_target_or_name_writes_nothing(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "vibe-rl doctor 'with space/游戏'" in done.stdout  # the hint can be pasted into a shell
     refused(init("with space/游戏/inner"), "inside the project", "--force")
+
+
+def test_plan_that_is_a_folder(tmp_path):
+    refused(new("--plan", str(tmp_path), "--dry-run"), "--plan", "folder without task_spec.json")
+    assert new(SPEC, "--planner", "offline", "--out", str(tmp_path / "game")).returncode == 0
+    done = new("--plan", str(tmp_path / "game"), "--dry-run", "--json")  # a project folder: its task_spec.json
+    assert done.returncode == 0 and '"family": "who_is_spy"' in done.stdout, done.stderr

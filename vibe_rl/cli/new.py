@@ -59,6 +59,11 @@ def register(app: typer.Typer) -> None:
             from vibe_rl.scaffold.outdir import check_target
 
             check_target(out, "--out", force)
+        if plan_file is not None and plan_file.is_dir():  # a project folder: its task_spec.json
+            if not (plan_file / "task_spec.json").is_file():
+                raise PlannerError(f"--plan {plan_file} is a folder without task_spec.json. Pass a TaskSpec file (e.g. "
+                                   "the output of --dry-run --json) or a project folder that holds task_spec.json.")
+            plan_file = plan_file / "task_spec.json"
         if plan_file is not None:
             task, used = load_plan(plan_file, name=name), "none (--plan)"
         else:
