@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import (constraints, first_given, game_parameter, no_model_path, planned_modes,
-                                     short_name, training)
+from vibe_rl.planner.common import (
+    constraints,
+    first_given,
+    game_parameter,
+    no_model_path,
+    planned_modes,
+    short_name,
+    training,
+)
 from vibe_rl.planner.facts import Facts
-from vibe_rl.planner.text import Found
 from vibe_rl.planner.servers import server_segments
+from vibe_rl.planner.text import Found
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.spec import Mode, RewardScheme, Server, TaskSpec, Team
 

@@ -9,8 +9,18 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import (constraints, first_given, game_parameter, no_model_path, planned_modes, reward,
-                                     short_name, static_endpoint, static_note, training)
+from vibe_rl.planner.common import (
+    constraints,
+    first_given,
+    game_parameter,
+    no_model_path,
+    planned_modes,
+    reward,
+    short_name,
+    static_endpoint,
+    static_note,
+    training,
+)
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest

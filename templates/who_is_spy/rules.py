@@ -8,8 +8,18 @@ from __future__ import annotations
 import re
 
 from vibe_rl.errors import PlannerError
-from vibe_rl.planner.common import (constraints, first_given, game_parameter, no_model_path, planned_modes, reward,
-                                     short_name, static_endpoint, static_note, training)
+from vibe_rl.planner.common import (
+    constraints,
+    first_given,
+    game_parameter,
+    no_model_path,
+    planned_modes,
+    reward,
+    short_name,
+    static_endpoint,
+    static_note,
+    training,
+)
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import segments
 from vibe_rl.planner.text import NUM
