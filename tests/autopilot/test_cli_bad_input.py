@@ -82,3 +82,13 @@ def test_sigterm_of_play_stops_its_servers(project):
     for port in urls:  # before the fix, SIGTERM ended `play` and left its server and client running
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", int(port))) != 0, f"a play server still listens on {port}"
+
+
+def test_run_without_a_fix_llm_stops_before_starting_on_a_config_its_server_cannot_load(project):
+    """A misspelt key in config.yaml: the server would die at once and nothing would repair it, so the run
+    stops before any venv or tmux session, naming the key and its likely spelling."""
+    config = project / "config.yaml"
+    config.write_text(config.read_text().replace("  batch_size:", "  batch_szie:", 1))
+    res = cli("run", project, "--fix", "off", cwd=project.parent)
+    refused(res, "Not starting", "train.batch_szie (did you mean train.batch_size?)", "vibe-rl doctor")
+    assert not (project / ".venv-server").exists() and not (project / "experiments").exists()
