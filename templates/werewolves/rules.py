@@ -84,8 +84,11 @@ def seat_counts(facts: Facts, notes: list[str]) -> None:
                 notes.append(f"The werewolves family seats {SEATS[role]} {role}(s); the spec asks for "
                              f"{m.group(1)} (see unparsed): edit game_engine.py after rendering.")
     for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player)"):
-        if to_int(m.group(1)) == sum(SEATS.values()):
+        n = to_int(m.group(1))
+        if n == sum(SEATS.values()):
             facts.src.mark(*m.span())
+        elif n is not None and n < 3:  # "投票放逐一名玩家", "kill one player": a rule's wording, not the table
+            continue
         else:
             notes.append(f"The werewolves family seats {sum(SEATS.values())} players (3 werewolves, seer, witch, "
                          f"hunter, 3 villagers); the spec asks for {m.group(1)} (see unparsed): edit game_engine.py "
