@@ -84,7 +84,7 @@ ALIASES = {"learning_rate": "lr", "num_generations": "grpo_n", "group_size": "gr
            "rollout_n": "grpo_n", "max_new_tokens": "max_tokens", "max_completion_length": "max_tokens",
            "model_name_or_path": "path", "model_path": "path", "lora_rank": "lora", "beta": "kl_coef",
            "kl_coeff": "kl_coef", "epsilon": "clip_eps", "clip_ratio": "clip_eps", "warmup": "warmup_steps",
-           "gradient_accumulation_steps": "micro_batch_size", "per_device_train_batch_size": "micro_batch_size"}
+           "per_device_train_batch_size": "micro_batch_size"}
 
 
 def unknown_keys_message(model: type[BaseModel], unknown: list[str], where: str) -> str:

@@ -43,6 +43,7 @@ from vibe_rl.autopilot.state import RunState, ServerProgress
 from vibe_rl.autopilot.venvs import ensure_venv
 from vibe_rl.autopilot.watcher import ServerView, Watcher, audit_diagnosis
 from vibe_rl.errors import ConfigError, VibeRLError
+from vibe_rl.schema.job import TrainJob
 from vibe_rl.schema.spec import TaskSpec
 
 NOT_FIXABLE = {"port_in_use", "timeout", "server_not_ready"}
@@ -169,14 +170,18 @@ class Runner:
         for f in findings:
             self.out(f"[vibe-rl] doctor: {f}")
             self.report.notes.append(f"doctor: {f.file}:{f.line}: {f.message}")
-        configs = {s.config for s in self.spec.servers_for(self.mode.name)}
-        unloadable = [f for f in findings if f.file in configs and f.line == 0
-                      and f.message.startswith(("not a valid TrainJob", "config of server"))]
-        if unloadable and self.llm is None:  # its servers would die at once, and nothing would repair them
-            raise ConfigError("Not starting: a server of this run cannot load its config.\n"
-                              + "\n".join(str(f) for f in unloadable)
-                              + f"\nFix it and run again (`vibe-rl doctor {self.dir}` checks the project), or "
-                              "configure a fix LLM (VIBE_RL_FIX_MODEL) to let the run try.")
+        if self.llm is None:  # a server that cannot load its config dies at once, and nothing would repair it
+            unloadable = []
+            for server in self.spec.servers_for(self.mode.name):
+                try:
+                    TrainJob.from_yaml(self.dir / server.config)
+                except (VibeRLError, OSError) as exc:
+                    unloadable.append(f"{server.config} ({server.name}): {exc}")
+            if unloadable:
+                raise ConfigError("Not starting: a server of this run cannot load its config.\n"
+                                  + "\n".join(unloadable)
+                                  + f"\nFix it and run again (`vibe-rl doctor {self.dir}` checks the project), or "
+                                  "configure a fix LLM (VIBE_RL_FIX_MODEL) to let the run try.")
 
     def _start_servers(self, servers: list[ServerView], first: bool = False) -> Diagnosis | None:
         self.tmux.stop(self.watcher.client.name)  # an old client must not talk to the new servers
