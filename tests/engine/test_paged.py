@@ -246,3 +246,39 @@ def test_gpu_two_engines_in_one_process_both_keep_their_cuda_graphs(tiny_model_d
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device; the CPU tests above cover the logic")
+def test_gpu_requests_joining_mid_decode_keep_exact_logprobs(tiny_model_dir):
+    """fp32 with CUDA graphs: requests join one by one while others decode, so the batch grows through
+    new graph buckets (each captured while a step is in flight, whose sampled ids the next step reads
+    on the device). Every recorded logprob equals a full forward's within float rounding."""
+    eng = paged(tiny_model_dir, device="cuda", dtype="float32", block_size=16, prefill_chunk=2048)
+    try:
+        ps = prompts(eng.tokenizer, 8)
+
+        def set_at_third_token(event: threading.Event):
+            tokens: list[int] = []
+
+            def on_token(token: int, logprob: float) -> None:
+                tokens.append(token)
+                if len(tokens) == 3:
+                    event.set()
+            return on_token
+
+        futures = []
+        for i, p in enumerate(ps):
+            third = threading.Event()  # the next request joins at this one's third token (or its end)
+            futures.append(eng.submit(p, SamplingParams(max_tokens=24, seed=i), on_token=set_at_third_token(third)))
+            futures[-1].add_done_callback(lambda _, ev=third: ev.set())
+            assert third.wait(timeout=120), f"request {i} produced no tokens"
+        gens = [f.result(timeout=120) for f in futures]
+        assert eng.stats["joined_requests"] >= 1 and len(eng.paged.runner._graphs) >= 3, eng.stats
+        for p, g in zip(ps, gens, strict=True):
+            with torch.no_grad():
+                logits = eng.model(torch.tensor([p + g.token_ids], device="cuda")).logits[0, len(p) - 1:-1].float()
+            ref = torch.log_softmax(logits, -1).gather(1, torch.tensor(g.token_ids, device="cuda")[:, None])[:, 0]
+            assert (ref.cpu() - torch.tensor(g.logprobs)).abs().max() < 1e-3, (p, g.token_ids)
+    finally:
+        eng.close()

@@ -438,13 +438,14 @@ class PagedModel:
         picked, chosen, logp = graph.out
         return DecodeStep(picked, chosen, None if logp is None else logp[:b], b, staging[2:])
 
-    def _step(self, inp: Any, params: Any, nblk: int, mode: str) -> tuple[Any, Any, Any]:
-        """inp (6, b): ids, positions, row slots, seeds, token indices, source rows (-1: use ids)."""
+    def _step(self, inp: Any, params: Any, nblk: int, mode: str, last: Any = None) -> tuple[Any, Any, Any]:
+        """inp (6, b): ids, positions, row slots, seeds, token indices, source rows (-1: use ids).
+        The sampled ids go to `last` (default: `self._last`, which the next step's source rows read)."""
         torch = require("torch")
         src = inp[5]
         ids = torch.where(src >= 0, self._last[src.clamp(min=0)], inp[0])
         out = sample(self._decode(ids, inp[1], inp[2], nblk), params, inp[3:5], mode, self.kernels)
-        self._last[:ids.shape[0]].copy_(out[0])
+        (self._last if last is None else last)[:ids.shape[0]].copy_(out[0])
         return out
 
     def _capture(self, bucket: int, nblk: int, mode: str) -> _Graph | None:
@@ -465,9 +466,12 @@ class PagedModel:
         params = torch.ones(2, bucket, device=self.device)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
+        # A capture happens while a decode step may be in flight whose sampled ids (`_last`) the next
+        # step reads on the device: the warm-up steps, which really run, write theirs elsewhere.
+        scratch = torch.empty_like(self._last)
         with torch.cuda.stream(stream):
             for _ in range(2):  # warm up kernels and allocator outside the capture
-                self._step(inp, params, nblk, mode)
+                self._step(inp, params, nblk, mode, last=scratch)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         # thread_local: other threads of the server (a frozen static-model copy, the event loop) may use
