@@ -247,14 +247,32 @@ class ShardedTrainer:
         return [n for n, _ in self.trainable]
 
     def sync_replica(self, replica: Any | None) -> None:
-        """Copy the current weights into `replica` (collective: every rank calls it, replica or not)."""
-        params = dict(replica.named_parameters()) if replica is not None else {}
+        """Copy the current weights into `replica` (collective: every rank calls it, replica or not).
+
+        Full fine-tune: one FSDP unit at a time (each decoder layer, then the root's own parameters)
+        is all-gathered by FSDP's `unshard()`, one collective per unit, and its parameters, plain
+        tensors until `reshard()`, are copied in place. LoRA: the adapters, one `full_tensor()` each.
+        """
         torch = require("torch")
+        from torch.distributed.fsdp import FSDPModule
+        from torch.distributed.tensor import DTensor
+
+        params = dict(replica.named_parameters()) if replica is not None else {}
         with torch.no_grad():
-            for name, p in self.trainable:
-                full = p.full_tensor() if hasattr(p, "full_tensor") else p.detach()
-                if name in params:
-                    params[name].copy_(full.view_as(params[name]))
+            if self.lora:
+                for name, p in self.trainable:
+                    full = p.full_tensor() if isinstance(p, DTensor) else p.detach()
+                    if name in params:
+                        params[name].copy_(full.view_as(params[name]))
+                return
+            for prefix, unit in self.model.named_modules():
+                if not isinstance(unit, FSDPModule):
+                    continue
+                unit.unshard()
+                for name, p in unit.named_parameters(prefix=prefix):
+                    if not isinstance(p, DTensor) and name in params:  # a DTensor: another unit's, still sharded
+                        params[name].copy_(p.view_as(params[name]))
+                unit.reshard()
 
     # ---- checkpoints --------------------------------------------------------------------------
 
