@@ -143,4 +143,5 @@ def test_sigterm_with_stop_ends_the_sessions(project, base_env):
     out, _ = proc.communicate(timeout=60)
     rep = report_of(project)
     assert rep["outcome"] == "stopped", out[-3000:]
+    assert proc.returncode == 130, out[-3000:]  # interrupted, as shells report Ctrl-C
     assert _sessions_gone(base_env, rep)

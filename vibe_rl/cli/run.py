@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
 
         Session names and ports belong to the project (a hash of its folder), so projects never collide; a
         port someone else holds moves to the next free one, with a note. The live state is in
-        DIR/logs/run-state.json and the report in DIR/logs/autopilot-report.json."""
+        DIR/logs/run-state.json and the report in DIR/logs/autopilot-report.json. Exit status: 0 when --until
+        was met, 130 when stopped by Ctrl-C or SIGTERM, 1 otherwise (failed, timed out)."""
         from vibe_rl.autopilot.llm import llm_from_env
         from vibe_rl.autopilot.plan import RunOptions, parse_until, stop_sessions
         from vibe_rl.autopilot.runner import Runner
@@ -77,7 +78,7 @@ def register(app: typer.Typer) -> None:
 
         for line in write_run_curves(project):  # reward and loss per step, next to the report (logs/)
             typer.echo(line)
-        raise typer.Exit(0 if report.outcome == "success" else 1)
+        raise typer.Exit({"success": 0, "stopped": 130}.get(report.outcome, 1))
 
 
 def _detach(project: Path, argv: list[str]) -> None:
