@@ -56,6 +56,18 @@ def test_item1_token_files_are_private_and_the_client_finds_the_token(server):
     assert token not in server.output()  # never logged
 
 
+def test_item1_a_blank_token_setting_counts_as_unset(server, monkeypatch):
+    """An exported-but-empty VIBE_RL_SWARM_TOKEN (or a blank --token) does not shadow the server's token file."""
+    from vibe_rl.swarm.auth import ENV_TOKEN, client_token
+
+    token = (server.exp_dir / "swarm.token").read_text().strip()
+    monkeypatch.setenv(ENV_TOKEN, "  ")
+    assert client_token(server.url) == token
+    assert client_token(server.url, explicit=" ") == token
+    with SwarmClient(server.url) as client:
+        assert client.get_engine_status()["state"] == "ROLLING"
+
+
 def test_item1_a_synced_job_cannot_add_static_models_or_divert_calls(make_server):
     with ScriptedAPI(["attacker's answer"]) as listener:
         server = make_server("static", env={"VICTIM_SECRET": "sk-victim-secret"})

@@ -82,7 +82,7 @@ def server_token(explicit: str | None, token_file: Path | None) -> tuple[str, st
     """(token, where it came from). Generates and persists one when none is given."""
     if explicit:
         return check_token(explicit, "--token"), "--token"
-    if os.environ.get(ENV_TOKEN):
+    if os.environ.get(ENV_TOKEN, "").strip():  # a blank variable counts as unset
         return check_token(os.environ[ENV_TOKEN].strip(), ENV_TOKEN), ENV_TOKEN
     if token_file is not None and Path(token_file).exists():
         found = read_secret(token_file)
@@ -107,9 +107,9 @@ def ensure_token_file(path: str | Path) -> Path:
 
 def client_token(url: str, explicit: str | None = None, token_file: str | Path | None = None) -> str | None:
     """The admin token a client should send to `url`, or None when none is known."""
-    if explicit:
-        return explicit
-    if os.environ.get(ENV_TOKEN):
+    if explicit and explicit.strip():
+        return explicit.strip()
+    if os.environ.get(ENV_TOKEN, "").strip():  # a blank variable counts as unset
         return os.environ[ENV_TOKEN].strip()
     if token_file is not None and read_secret(token_file):
         return read_secret(token_file)
