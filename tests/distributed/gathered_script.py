@@ -6,7 +6,9 @@ together; one GRPO step on the answers; the same requests again; a checkpoint wr
 weights gathered from the shards. Rank 0 writes OUT/<scenario>.json (tokens, logprobs, the loss,
 whether each rank kept a replica) and OUT/<scenario>-ckpt.
 
-    python -m torch.distributed.run --nproc-per-node 2 tests/distributed/gathered_script.py MODEL OUT
+    python -m torch.distributed.run --nproc-per-node 2 tests/distributed/gathered_script.py MODEL OUT [DEVICE]
+
+DEVICE: cpu (default; gloo) or cuda (NCCL, one GPU per rank, fp32 so answers compare exactly).
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ PROMPTS = [[5 + i, 17, 29, 41 + 2 * i, 8] for i in range(4)]
 SCENARIOS = {"full": 0, "lora": 4}  # name -> LoRA rank
 
 
-def configs(model_path: str, lora_rank: int, replicas: str = "off"):
+def configs(model_path: str, lora_rank: int, replicas: str = "off", device: str = "cpu"):
     from vibe_rl.schema import EngineConfig, LoraConfig, TrainConfig
 
-    return (EngineConfig(path=model_path, device="cpu", max_model_len=64, generator="simple", seed=0,
-                         lora=LoraConfig(rank=lora_rank, alpha=8), generation_replicas=replicas),
+    return (EngineConfig(path=model_path, device=device, dtype="float32", max_model_len=64, generator="simple",
+                         seed=0, lora=LoraConfig(rank=lora_rank, alpha=8), generation_replicas=replicas),
             TrainConfig(lr=1e-2, micro_batch_size=2))
 
 
@@ -48,8 +50,8 @@ def samples(answers: list[dict]) -> list:
             for i, (p, a) in enumerate(zip(PROMPTS, answers, strict=True))]
 
 
-def run(model_path: str, lora_rank: int, out: Path, name: str) -> dict:
-    engine_cfg, train_cfg = configs(model_path, lora_rank)
+def run(model_path: str, lora_rank: int, out: Path, name: str, device: str) -> dict:
+    engine_cfg, train_cfg = configs(model_path, lora_rank, device=device)
     with load_engine(engine_cfg, train_cfg) as engine:
         before = play(engine)
         metrics = engine.train(samples(before))
@@ -62,14 +64,15 @@ def run(model_path: str, lora_rank: int, out: Path, name: str) -> dict:
 
 def main() -> None:
     model_path, out = sys.argv[1], Path(sys.argv[2])
-    env = distributed.init_from_env("cpu")
+    device = sys.argv[3] if len(sys.argv) > 3 else "cpu"
+    env = distributed.init_from_env(device)
     if env.rank != 0:
         worker_loop(env)
         distributed.shutdown()
         return
     try:
         for name, rank in SCENARIOS.items():
-            (out / f"{name}.json").write_text(json.dumps(run(model_path, rank, out, name)))
+            (out / f"{name}.json").write_text(json.dumps(run(model_path, rank, out, name, device)))
     finally:
         env.broadcast(("exit",))
         distributed.shutdown()
