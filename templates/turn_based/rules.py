@@ -21,22 +21,51 @@ from vibe_rl.planner.common import (
     static_note,
     training,
 )
-from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
-PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人对战|人游戏)"
+PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
 TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋))"
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
+# A spec that opens with the game's name ("Liar's dice, 3-player", "Twenty Questions agent: ...", "# Debate RL")
+_LEADING = (r"\A[\s#*>-]*(?:the\s+)?[\"'“]?([A-Z][\w'’ -]{2,40}?)[\"'”]?(?=\s*[(:,.;\n（：，]|\s+(?:agents?|self-play|"
+            r"rl|training|with|bot|env|environment)\b)")
+_VERBS = r"(?i:train|use|build|write|make|create|plan|please|let|we|i|my|our|run|set|teach|fine|a|an)\b"
+HEADS_UP = r"heads[\s-]*up|one[\s-]*(?:on|vs\.?|versus)[\s-]*one|1v1|1\s*(?:vs\.?|versus|on)\s*1|单挑|一对一"
+SINGLE = r"single[\s-]*player|one[\s-]*player|\bsolo\b|单人|1 player\b"
+
+
 def title_of(text: str) -> str:
-    """The game's name: a quoted or capitalised name after 'for'/'play', else the family default."""
+    """The game's name: a quoted or capitalised name after 'for'/'play'/'玩', else one the spec opens with, else
+    the family default (a name in Chinese characters is not used: code and prompts are English)."""
     m = re.search(r"(?:for|play(?:s|ing)?|learns?)\s+(?:the game\s+)?[\"'“]?([A-Z][\w' -]{2,40}?)[\"'”]?(?=\s*[(,.;:\n]|\s+with)",
-                  text)
+                  text) or re.search(r"玩\s*[“\"「]?([A-Za-z][\w' -]{2,40}?)[”\"」]?(?=\s*[（(，,。的])", text) \
+        or re.search(r"(?<=[\u4e00-\u9fff])\s*[（(“\"「]\s*([A-Z][\w'’ -]{2,40}?)\s*[)）”\"」]", text)
+    if not m:
+        m = re.search(_LEADING, text)
+        m = m if m and not re.match(_VERBS, m.group(1)) else None
     return m.group(1).strip() if m and not CJK.search(m.group(1)) else "Turn-based game"
+
+
+def players(facts: Facts, notes: list[str]) -> Found | None:
+    """The player count: 'N players', 'N agents / seats / debaters', heads-up (2); a single-player game is planned
+    with 2 seats and noted (the skeleton seats one learner and at least one opponent)."""
+    found = facts.find(PLAYERS, rf"{NUM}\s*(?:agents|seats|participants|debaters|bots)\b")
+    if found is None:
+        m = facts.src.search(HEADS_UP, mark=False)
+        found = Found(2, *m.span()) if m else None
+    single = facts.src.search(SINGLE, mark=False)
+    if single and (found is None or found.value == 1):
+        notes.append(f"The spec describes a single-player game ({single.group()!r}) but the turn_based skeleton "
+                     "seats one learner and at least one opponent: planned with num_players = 2 (the fewest). In "
+                     "game_rules.py let the opponent seat play the environment, or give it no moves.")
+        return Found(2, *single.span())
+    return found
 
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
@@ -46,7 +75,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     text = facts.text.strip()
     quote = text.replace("\\", "/").replace('"""', "'''")  # safe inside the docstring
     game = {"title": title_of(text), "spec_text": text, "spec_quote": "" if CJK.search(text) else quote}
-    game_parameter(facts, game, "num_players", facts.find(PLAYERS), notes, manifest, "player count")
+    game_parameter(facts, game, "num_players", players(facts, notes), notes, manifest, "player count")
     game_parameter(facts, game, "max_turns", facts.find(TURNS), notes, manifest, "turn limit")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)

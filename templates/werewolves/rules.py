@@ -46,6 +46,8 @@ PLAYED_BY_WORDS = r"扮演|驱动|控制|played by|\bplay(?:s|ed)? (?:by|with)\b
 SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"
 PARITY_WORDS = (r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)|"
                 r"\b(?:equal|match|outnumber)(?:s|es)?\b(?: (?:in number|the number of))?|人数相等|持平|parity")
+OTHER_ROLES = (r"守卫|白痴|丘比特|骑士|警长|白狼王|狼王|混血儿|\b(?:body)?guard\b|\bidiot\b|\bcupid\b|\bknight\b|"
+               r"\bdoctor\b|\bbodyguard\b|\bsheriff\b|\bwolf king\b|\bwhite wolf\b")
 DEFAULT_TRAINABLE = ["werewolf", "seer"]
 # "Werewolves" as the game's name, not the role: at the start of the spec or a line ("Werewolves with the seer
 # trainable", "# Werewolf RL"), or with a game word ("a werewolf game", "the game of werewolves").
@@ -62,6 +64,9 @@ def without_game_name(text: str) -> str:
     out = list(text)
     for m in re.finditer(GAME_NAME, text, re.IGNORECASE | re.MULTILINE):
         group = next(i for i in (1, 2, 3, 4) if m.group(i))
+        if group == 4 and re.search(r"(?:train\w*|static|frozen|learners?|roles?|sides?|训练\w*|静态|角色)\s*[:：]\s*$",
+                                    text[:m.start(group)], re.IGNORECASE):
+            continue  # "trainable: werewolves, seer": the role
         out[m.start(group):m.end(group)] = " " * (m.end(group) - m.start(group))
     return "".join(out)
 
@@ -83,7 +88,7 @@ def seat_counts(facts: Facts, notes: list[str]) -> None:
             else:
                 notes.append(f"The werewolves family seats {SEATS[role]} {role}(s); the spec asks for "
                              f"{m.group(1)} (see unparsed): edit game_engine.py after rendering.")
-    for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player)"):
+    for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场)))"):
         n = to_int(m.group(1))
         if n == sum(SEATS.values()):
             facts.src.mark(*m.span())
@@ -95,6 +100,15 @@ def seat_counts(facts: Facts, notes: list[str]) -> None:
                          "after rendering.")
 
 
+def other_roles(facts: Facts, notes: list[str]) -> None:
+    """Note roles of other Werewolves variants that the family has no seat for (guard, idiot, cupid, ...)."""
+    named = sorted({m.group().lower() for m in facts.src.finditer(OTHER_ROLES)})
+    if named:
+        notes.append(f"The spec names role(s) the werewolves family has no seat for ({', '.join(named)}): the plan "
+                     "seats 3 werewolves, the seer, the witch, the hunter and 3 villagers; add the other roles in "
+                     "game_engine.py after rendering.")
+
+
 def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
     """(trainable roles, static roles) in seat-table order."""
     trainable: set[str] = set()
@@ -102,6 +116,7 @@ def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
     names = [m.name.lower() for _, m in facts.static_models]
     for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", without_game_name(facts.text)):  # lines, sentences
         pending: list[str] = []
+        listed = None  # the side of a "key: roles" segment ("trainable: seer, witch"): its list goes on after commas
         for segment in re.split(r"[,，]", line):
             roles, lower = roles_in(segment), segment.lower()
             if re.search(STATIC_WORDS, segment, re.IGNORECASE) or any(name in lower for name in names):
@@ -113,8 +128,13 @@ def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
             else:
                 pending += roles
                 continue
-            side.update(roles + pending)
+            # a role list before a segment that names some of the same roles describes the game, it is not the
+            # subject of that segment ("预言家女巫猎人守卫，狼人和预言家训练": only the wolves and the seer train)
+            side.update(roles + ([] if set(pending) & set(roles) else pending))
             pending = []
+            listed = side if re.search(r"[:：=]", segment) else None
+        if listed is not None:
+            listed.update(pending)
     static -= trainable
     if not trainable and not static:
         trainable = set(DEFAULT_TRAINABLE)
@@ -171,6 +191,7 @@ def gpus(facts: Facts, notes: list[str]) -> tuple[int, int]:
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     seat_counts(facts, notes)
+    other_roles(facts, notes)
     game: dict = {}
     if facts.src.search(SIDE_RULE_WORDS):
         game["win_rule"] = "side"

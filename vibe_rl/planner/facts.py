@@ -24,6 +24,11 @@ KNOWN_STATIC = [
      "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
     (r"gpt-4o(?:-mini)?|gpt-4\.1(?:-mini)?|gpt-5(?:-mini)?|o3-mini", "https://api.openai.com/v1", "OPENAI_API_KEY"),
     (r"deepseek-(?:chat|reasoner)", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    (r"glm-4-(?:plus|air\w*|flash\w*|long)|glm-4\.[5-9](?:-(?:air|flash)\w*)?|glm-z1[\w-]*",
+     "https://open.bigmodel.cn/api/paas/v4", "ZHIPU_API_KEY"),
+    (r"moonshot-v1-\w+|kimi-k2[\w.-]*", "https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"),
+    (r"gemini-[\d.]+-(?:pro|flash)[\w.-]*", "https://generativelanguage.googleapis.com/v1beta/openai/",
+     "GEMINI_API_KEY"),
 ]
 # Words around a model name the planner has no provider for: it plays a side (a static model) or it trains.
 _CONTEXT = (r"(?P<static>played\s+by|\bplays?\b|controlled\s+by|driven\s+by|powered\s+by|\bopponents?\b|\bagainst\b|"
@@ -140,6 +145,8 @@ def _static_context(src: SpecText, start: int, end: int) -> bool:
     c_start, c_end = src.clause_of(start)
     left = max([c_start] + [c_start + m.end() for m in re.finditer(r"[,，;；、(（)）]", src.text[c_start:start])])
     right = next((end + m.start() for m in re.finditer(r"[,，;；、(（)）]", src.text[end:c_end])), c_end)
+    if re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]):
+        return True  # "glm-4-plus via ZHIPU_API_KEY": called through an API, so it plays a side
     before = [(m.start(), bool(m.group("static"))) for m in re.finditer(_CONTEXT, src.text[left:start], re.I)]
     if before:
         return before[-1][1]

@@ -43,6 +43,8 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
         rf"{_SAMPLE}\s+per\s+{_PER_TASK}|每组(?:采样|样本数)){IS}{SIGNED_NUM}",
         rf"{NUM}\s*{_SAMPLE}\s*(?:per|for each|each|/|an?)\s*{_PER_TASK}",
         rf"\bgroups?\s+of\s+{NUM}\b",
+        # "batch 16, group 8" / "bs 32, n eight": a bare "n" or "group" and a number alone in their comma part
+        rf"(?:\A|(?<=[\n,，;；(（]))\s*(?:n|group)\s+{NUM}(?=\s*(?:\Z|[\n,，;；)）]|\.(?!\d)))",
         rf"每个?\s*(?:任务|题|种子|prompts?|提示词?|问题)\s*(?:采样|跑|玩|重复|rollout|生成)?\s*{NUM}\s*(?:次|局|条|个|遍)",
     ], to_int),
     "save_freq": ([

@@ -1,8 +1,9 @@
-"""Numbers in scientific phrasing, rewritten to plain `5e-7` before any rule reads the spec.
+"""Numbers in scientific phrasing or grouped digits, rewritten to plain numbers before any rule reads the spec.
 
 People write a learning rate as "五乘十的负七次方", "1乘10的-6次方", "十的负六次方", "5x10^-7", "5×10⁻⁷",
 "10**-6" or "five times ten to the minus seven". Each becomes `<mantissa>e<exponent>` ("5e-7"), so the field
-patterns read it like "lr 5e-7"; every rewrite is said in a note (the plan shows what was read).
+patterns read it like "lr 5e-7". Grouped digits ("1,000 steps", "10_000") and digits with a Chinese multiplier
+("1万步", "1.5万", "2千") become plain integers. Every rewrite is said in a note (the plan shows what was read).
 """
 
 from __future__ import annotations
@@ -71,3 +72,29 @@ def rewrite_scientific(text: str) -> tuple[str, list[str]]:
         text = re.sub(pattern, replace, text, flags=re.IGNORECASE)
     notes = [f"Read {', '.join(read)} (scientific notation)."] if read else []
     return text, notes
+
+
+# "1,000" / "12,500" / "10_000": thousands groups (a 5-digit port list "10086,10087" is no such group)
+_GROUPED = r"(?<![A-Za-z0-9_.,])\d{1,3}(?:(?:,\d{3})+|(?:_\d{3})+)(?![A-Za-z0-9_]|[,_.]\d)"
+_MULTIPLIED = r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s*(万|千)"
+
+
+def rewrite_grouped(text: str) -> tuple[str, list[str]]:
+    """(the text with "1,000" as 1000 and "1.5万" as 15000, one note listing the rewrites)."""
+    read: list[str] = []
+
+    def plain(m: re.Match) -> str:
+        value = m.group().replace(",", "").replace("_", "")
+        read.append(f"{m.group()!r} as {value}")
+        return value
+
+    def multiplied(m: re.Match) -> str:
+        value = float(m.group(1)) * (10000 if m.group(2) == "万" else 1000)
+        if value != int(value):
+            return m.group()
+        read.append(f"{m.group()!r} as {int(value)}")
+        return str(int(value))
+
+    text = re.sub(_GROUPED, plain, text)
+    text = re.sub(_MULTIPLIED, multiplied, text)
+    return text, [f"Read {', '.join(read)} (grouped digits)."] if read else []

@@ -19,7 +19,8 @@ from vibe_rl.errors import PlannerError, TemplateError
 from vibe_rl.planner.common import check_gpu_budget
 from vibe_rl.planner.corrections import apply_corrections
 from vibe_rl.planner.facts import extract
-from vibe_rl.planner.numbers import rewrite_scientific
+from vibe_rl.planner.nodes import rewrite_nodes
+from vibe_rl.planner.numbers import rewrite_grouped, rewrite_scientific
 from vibe_rl.planner.resemble import differs_note, unknown_game_hint
 from vibe_rl.planner.terse import expand_terse
 from vibe_rl.planner.text import strings_of
@@ -122,8 +123,10 @@ class OfflinePlanner:
         text, notes = fix_typos(text)
         notes[:0] = layout
         text, scientific = rewrite_scientific(text)
+        text, grouped = rewrite_grouped(text)
+        text, nodes = rewrite_nodes(text)
         text, corrected = apply_corrections(text)
-        notes += scientific + corrected
+        notes += scientific + grouped + nodes + corrected
         families = list_families()
         if family is not None:
             chosen = next((m for m in families if m.name == family), None)

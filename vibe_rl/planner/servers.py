@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 from vibe_rl.planner.text import NUM, Found, SpecText, to_int
 
-GPU = (rf"{NUM}\s*(?:x\s*)?(?:张|块|个|台)?\s*(?:gpus?|显卡|卡|cards?|[ahbv]\d{{2,3}}s?)(?![a-z0-9])"
+# GPU models people count in ("8x H100", "4 张 A800", "2 张 4090", "two RTX 3090s", "4 L40S")
+GPU_MODEL = r"(?:[ahbv]\d{2,3}|l\d{1,2}s?|(?:rtx\s*)?[1-5]0[5-9]0(?:\s*ti)?)s?"
+GPU = (rf"{NUM}\s*(?:x\s*)?(?:张|块|个|台)?\s*(?:gpus?|显卡|卡|cards?|{GPU_MODEL})(?![a-z0-9])"
        rf"|(?:gpus?|显卡|卡数|(?<![每各])卡|gpu\s*数量?)\s*(?:[:：=]|is|数为)\s*{NUM}")
 SERVER = rf"(?:swarm\s*)?(?:server|服务器)\s*#?{NUM}(?![\d.])(?!\s*(?:张|块|个)?\s*(?:卡|gpus?\b|显卡|cards?))"
 PORT = r"(?:端口|ports?)\s*(?:号)?\s*(?:[:：=]|is|are|of)?\s*(\d{2,5})((?:\s*(?:,|，|、|/|and|和|与)\s*\d{4,5})*)"
@@ -153,6 +155,9 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
     for mode, total in list(out.mode_total.items()):
         each = out.mode_per_server.get(mode)
         if each is not None and each.value * 2 == total.value:
-            src.mark(total.start, total.end)
             del out.mode_total[mode]
+            if out.total is None:
+                out.total = total  # "two servers of 4 GPUs each, 8 GPUs total": the node's count too
+            else:
+                src.mark(total.start, total.end)
     return out

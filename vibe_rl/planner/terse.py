@@ -2,6 +2,7 @@
 
 - markdown tables: "| gpus | 8 |" -> "gpus: 8" (header and separator rows dropped; a table of more than two
   columns gives "first cell: header2 cell2, header3 cell3");
+- a one-line list cut by pipes: "8x H100 | bs=32 | lr 1e-6" -> "8x H100, bs=32, lr 1e-6";
 - command-line flags: "--batch-size 8 --lr 1e-6" -> "batch size: 8, lr: 1e-6";
 - inline assignments: "players=8 spies=2" -> "players=8, spies=2" (so "8 spies" is never read across them);
 - glued terse tokens: "bs8 n4 lr1e-6 steps300" -> "bs: 8, n: 4, lr: 1e-6, steps: 300"; "6p 1spy 4gpu" ->
@@ -95,6 +96,9 @@ def expand_terse(text: str) -> tuple[str, list[str]]:
     text, rows = tables(text)
     if rows:
         notes.append(f"Read {rows} markdown table row(s) as 'key: value' lines.")
+    text, pipes = re.subn(r"(?<=\S)[ \t]+[|｜][ \t]+(?=\S)", ", ", text) if not rows else (text, 0)
+    if pipes:
+        notes.append(f"Read the {pipes} ' | ' separator(s) as commas.")
     text, count = flags(text)
     if count:
         notes.append(f"Read {count} command-line flag(s) ('--key value') as settings.")

@@ -24,7 +24,7 @@ _UNITS = "one|two|three|four|five|six|seven|eight|nine"
 _WORD = (rf"(?:(?:a|one|{_UNITS})[ -]hundred(?:(?: and)? (?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?)?"
          rf"|(?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?|" + "|".join(sorted(WORDS, key=len, reverse=True)) + ")")
 WORD_NUMBER = rf"\b{_WORD}\b"
-CN_NUMBER = r"[零一二两三四五六七八九十百千]{1,6}"
+CN_NUMBER = r"(?!万)[零一二两三四五六七八九十百千万]{1,7}"
 _DIGITS = r"(?<![.\d])(?<![\d.][eE]-)\d+"  # never the tail of "1e-6" or "2.5"
 NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
 SIGNED_NUM = rf"(-?{_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"  # after a field name: "batch size -4" is read, then refused
@@ -32,24 +32,25 @@ SIGNED_NUM = rf"(-?{_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"  # after a field name: 
 _PATH = r"(?:https?://[^\s`'\"，。；）)]+|(?<![\w.])\.{0,2}/(?:[\w.-]+/)*[\w.-]+|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)"
 _ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
 MODEL_NAME = (r"(?<![\w/.-])(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
-              r"o[134])[\w.-]*(?![\w/])")
+              r"o[134]|gemini|kimi|moonshot|doubao|ernie|hunyuan|phi-\d)[\w.-]*(?![\w/])")
 _MODEL = MODEL_NAME
 _NUMBER = r"(?<![A-Za-z0-9_.\-/])[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![A-Za-z0-9_/])"  # a CJK neighbour is a boundary
 # A number in words counts as a stated value when a unit follows it ("eight GPUs", "three are undercover",
 # "两张卡", "十六个样本"): "two servers" or "一个模型" describe the set-up and are not reported.
 _UNIT = (r"gpus?|cards?|players?|spies|spy|civilians?|undercover|werewol\w*|villagers?|steps?|updates?|"
          r"iterations?|samples?|rollouts?|generations?|completions?|episodes?|tasks?|prompts?|games?|tokens?|"
-         r"rounds?|days?|epochs?|[ahbv]\d{2,3}s?")
+         r"rounds?|days?|epochs?|[ahbv]\d{2,3}s?|l\d{1,2}s?|(?:rtx\s*)?[1-5]0[5-9]0s?")
 _WORD_VALUE = (rf"\b(?!one\b|a single\b|a pair of\b){_WORD}\b(?=[\s-]+(?:(?:of them|are|is|more|training|"
                rf"rollout|total)\s+)?(?:{_UNIT})\b)"
-               r"|(?<![第每一])(?!一(?![零一二两三四五六七八九十百千]))[零一二两三四五六七八九十百千]{1,6}(?=\s*(?:张|块|名|位|步|轮|局|天|次|条|"
+               r"|(?<![第每一])(?!一(?![零一二两三四五六七八九十百千万]))(?!万)[零一二两三四五六七八九十百千万]{1,7}(?=\s*(?:张|块|名|位|步|轮|局|天|次|条|"
                r"(?:个|种)?(?:gpu|卡|显卡|玩家|卧底|平民|狼人|村民|任务|样本|回复|rollout|prompt)))")
 TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<num>{_NUMBER}|{_WORD_VALUE})",
                    re.IGNORECASE)
 # Numbers that name or describe something rather than set a value: list markers, "Agent 2", "server 1",
 # "7B"-style sizes, ordinals ("第 3 轮"), ranges inside rule prose are not ignored.
 _ROLE_REF = r"(?:agent|server|服务器|智能体|optional|step|stage|phase|player|seat|玩家|座位|team|第)\s*#?"
-IGNORED_NUMBER = re.compile(rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
+IGNORED_NUMBER = re.compile(r"(?:agents?|智能体)\s*\d+\s*(?:和|与|、|,|&|and)\s*\d+|"  # "agents 1 and 3"
+                            rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
                             r"|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE | re.MULTILINE)
 REPORT_WIDTH = 80  # an unparsed entry longer than this is cut down to the part around its fact
 _CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s)")
@@ -65,7 +66,7 @@ class Found:
 
 
 def to_int(word: str) -> int:
-    """'8' | '-4' | '八' | '十二' | '两百' | '一千' | 'two' | 'thirty-two' | 'two hundred' -> int."""
+    """'8' | '-4' | '八' | '十二' | '两百' | '一千' | '一万' | '两万五千' | 'two' | 'thirty-two' | 'two hundred' -> int."""
     word = re.sub(r"\s+", " ", word.strip().lower())
     if re.fullmatch(r"-?\d+", word):
         return int(word)
@@ -79,6 +80,9 @@ def to_int(word: str) -> int:
     parts = re.split(r"[ -]", word)
     if parts[0] in TENS:
         return TENS[parts[0]] + (WORDS[parts[1]] if len(parts) > 1 else 0)
+    if "万" in word:
+        head, _, rest = word.partition("万")
+        return (to_int(head) if head else 1) * 10000 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
     if "千" in word:
         thousands, _, rest = word.partition("千")
         return (_CN.get(thousands, 1) if thousands else 1) * 1000 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)

@@ -31,6 +31,10 @@ KNOWN = frozenset(VOCABULARY) | {
     "raining", "episode", "generation", "strain", "sere", "started", "states", "serve", "checkpoints", "froze",
     "temperatures", "translations", "village", "villages", "translate", "translated", "translator", "agented",
 }
+# Misspellings more than one swap, deletion or insertion away (a letter replaced, a plural formed wrongly).
+COMMON = {"spys": "spies", "spyes": "spies", "wearwolves": "werewolves",
+          "wherewolves": "werewolves", "villigers": "villagers", "civilains": "civilians", "oponents": "opponents",
+          "oppenents": "opponents", "learnig": "learning", "temprature": "temperature", "tempreature": "temperature"}
 # Whole words only: never a piece of a path, URL, env var, model name or hyphenated name.
 _WORD = re.compile(r"(?<![\w/.\-])[A-Za-z]{4,}(?![\w/\-]|\.\w)")
 
@@ -52,6 +56,7 @@ for _good in VOCABULARY:
         short_non_swap = len(_typo) < 5 and sorted(_typo) != sorted(_good)
         if _typo not in KNOWN and not inflected and len(_typo) >= 4 and not short_non_swap:
             _FIXES.setdefault(_typo, _good)
+_FIXES.update(COMMON)
 
 
 def fix_typos(text: str) -> tuple[str, list[str]]:

@@ -1,0 +1,107 @@
+"""Several machines ("two nodes of 8 GPUs", "16 GPUs across 2 nodes", "2机16卡", "两台机器，每台 8 卡"), rewritten
+to the GPUs of one node before the rules run, since a plan describes one node: `TaskSpec.gpus` is the GPU count
+of the training node, and `vibe-rl run` starts every server on it.
+
+The per-node count is read where the spec says it ("of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡"); a count
+"across / over N nodes" or the Chinese "N机M卡" is the total and is divided by N. The rewrite and what the plan
+does with the other nodes are said in a note; a node count whose GPUs cannot be split evenly, or that comes
+without a GPU count, is left in the text (so it is reported as not understood) with a note saying what to do.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vibe_rl.planner.servers import GPU
+from vibe_rl.planner.text import NUM, to_int
+
+_NODE_WORDS = r"(?:nodes?|machines?|hosts?|boxes|台(?:机器|主机)|(?:个|台)?节点|机(?![器制会构理]))"
+NODES = rf"{NUM}\s*(?:x\s*|×\s*)?{_NODE_WORDS}"
+_PER_NODE_BEFORE = r"^\s*(?:of|with|x|×|\*|each\s+(?:with|of|has|having)|,?\s*each\s+(?:with|of)?|[,，]?\s*每(?:台|个节点|个机器|节点|机)?|[,，]?\s*各)\s*$"
+_PER_NODE_AFTER = r"^\s*(?:each|apiece|per\s+(?:node|machine|host)|on\s+each|/\s*node|每台|每个?节点)"
+_TOTAL_BETWEEN = r"\b(?:across|over|spread\s+(?:over|across)|on|in)\s*$"
+HOW = ("`vibe-rl run` starts the servers on this node only; to spread a server over {n} nodes, start it on each "
+       "node with `vibe-rl swarm start --nnodes {n} --node-rank R --master-addr HOST` (docs/architecture.md, "
+       "'Multi-GPU and multi-node').")
+
+
+def _clause(text: str, position: int) -> tuple[int, int]:
+    start = max(text.rfind(c, 0, position) for c in "\n;；。") + 1
+    ends = [i for i in (text.find(c, position) for c in "\n;；。") if i >= 0]
+    return start, min(ends or [len(text)])
+
+
+def _reading(text: str, node: re.Match, g_start: int, g_end: int, n: int, m: int) -> int | None:
+    """GPUs per node for a node count and a GPU count [g_start, g_end) of one clause, or None when the wording
+    does not say which."""
+    if g_start >= node.end():
+        between = text[node.end():g_start]
+        if re.search(_PER_NODE_BEFORE, between, re.IGNORECASE) or re.match(_PER_NODE_AFTER, text[g_end:],
+                                                                             re.IGNORECASE):
+            return m
+        if re.fullmatch(r"\s*", between) and re.search(r"机|节点", node.group()):
+            return m // n if m % n == 0 else None  # "2机16卡": 16 in all
+        return None
+    between = text[g_end:node.start()]
+    if re.search(_TOTAL_BETWEEN, between, re.IGNORECASE) or re.search(r"分布在|分在|跨", between):
+        return m // n if m % n == 0 else None
+    if re.search(r"\b(?:each|per)\b|每", between + text[node.end():node.end() + 12], re.IGNORECASE):
+        return m
+    return None
+
+
+_KEY_NODES = rf"(?:num[\s_-]*|n)?(?:nodes|machines)\s*[:：=]\s*{NUM}"
+_KEY_PER_NODE = rf"(?:gpus?|cards?)[\s_-]*per[\s_-]*(?:node|machine|host)\s*[:：=]\s*{NUM}|nproc[\s_-]*per[\s_-]*node\s*[:：=]\s*{NUM}"
+
+
+def _key_values(text: str) -> tuple[str, list[str]]:
+    """'nodes: 2' and 'gpus_per_node: 8' (settings lines or flags) -> 'gpus: 8' (the node count is dropped from
+    the text and said in the note)."""
+    nodes = re.search(_KEY_NODES, text, re.IGNORECASE)
+    per = re.search(_KEY_PER_NODE, text, re.IGNORECASE)
+    n = to_int(nodes.group(1)) if nodes else 1
+    if not per or n < 1:
+        return text, []
+    m = to_int(next(g for g in per.groups() if g))
+    text = text[:per.start()] + f"gpus: {m}" + text[per.end():]
+    if not nodes:
+        return text, [f"Read {per.group()!r} as the GPUs of the node (gpus = {m})."]
+    text = text.replace(nodes.group(), "", 1)  # said in the note; no longer a number for the rules
+    return text, [f"Read {nodes.group()!r} and {per.group()!r} as {n} node(s) of {m} GPUs ({n * m} in all): the plan "
+                  f"describes one node, so gpus = {m}." + (" " + HOW.format(n=n) if n > 1 else "")]
+
+
+def rewrite_nodes(text: str) -> tuple[str, list[str]]:
+    """(the text with a multi-node GPU phrase as one node's GPU count, notes); "单卡" (one card) is "1 张卡"."""
+    text = re.sub(r"(?:单机)?单(?:张|块)?\s*(?:显卡|卡|gpu)", "1 张卡", text, flags=re.IGNORECASE)
+    text, notes = _key_values(text)
+    for node in list(re.finditer(NODES, text, re.IGNORECASE))[::-1]:
+        n = to_int(node.group(1))
+        if n < 2:
+            continue
+        start, end = _clause(text, node.start())
+        gpus = sorted(re.finditer(GPU, text[start:end], re.IGNORECASE),
+                      key=lambda g: abs(start + g.start() - node.start()))
+        gpus = [g for g in gpus if not (g.start() <= node.start() - start < g.end())]
+        if not gpus:
+            notes.append(f"The spec names {n} nodes ({node.group().strip()!r}) without a GPU count per node: a plan "
+                         "describes one node (gpus = the GPUs of that node). " + HOW.format(n=n))
+            continue
+        gpu = gpus[0]
+        g_start, g_end = start + gpu.start(), start + gpu.end()
+        m = to_int(next(x for x in gpu.groups() if x))
+        per = _reading(text, node, g_start, g_end, n, m)
+        if per is None:
+            notes.append(f"The spec names {n} nodes and {m} GPUs ({text[min(node.start(), g_start):max(node.end(), g_end)]!r}) "
+                         f"without saying whether {m} is per node or in all: the plan takes {m} as the GPUs of one "
+                         "node. Say '8 GPUs per node' or '16 GPUs in total'. " + HOW.format(n=n))
+            continue
+        a, b = min(node.start(), g_start), max(node.end(), g_end)
+        if g_end < node.start() or node.end() <= g_start:
+            tail = re.match(_PER_NODE_AFTER, text[b:], re.IGNORECASE)
+            b += tail.end() if tail and g_start > node.start() else 0
+        phrase = text[a:b]
+        text = text[:a] + f"{per} GPUs" + text[b:]
+        notes.append(f"Read {phrase.strip()!r} as {n} nodes of {per} GPUs ({n * per} in all): the plan describes one "
+                     f"node, so gpus = {per}. " + HOW.format(n=n))
+    return text, notes[::-1]
