@@ -20,7 +20,9 @@ class LoraConfig(BaseModel):
 
 class EngineConfig(BaseModel):
     path: str = Field(default="tiny", description="HF causal-LM directory, or 'tiny' for the offline tiny model")
-    engine: Literal["torch", "vllm", "verl"] = Field(default="torch", description="Inference/training backend")
+    engine: Literal["torch", "vllm", "verl"] = Field(
+        default="torch", description="Inference/training backend: only 'torch' is wired into this release's swarm "
+                                     "server ('vllm'/'verl' are refused by /control/start, 400 invalid_job)")
     device: str = Field(default="auto", description="'auto' (cuda if available, else cpu), 'cpu', 'cuda', 'cuda:1'")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         default="auto", description="'auto' is float32 on CPU and bfloat16 on GPU")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -54,8 +55,11 @@ class WorkflowOutput(BaseModel):
     @field_validator("reward", mode="before")
     @classmethod
     def _finite(cls, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"reward must be a finite number, got {type(value).__name__} {value!r}")
+        # numbers.Real also takes NumPy / torch-free scalars such as numpy.float32 (a reward computed with NumPy)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"reward must be a finite number, got {type(value).__name__} {value!r}"
+                             + ("; send a number, not a string (float(text) in Python)" if isinstance(value, str) else "")
+                             + ("; pass one number, e.g. float(x.item())" if hasattr(value, "item") else ""))
         try:
             value = float(value)
         except OverflowError:  # an int beyond float's range

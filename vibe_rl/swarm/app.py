@@ -104,7 +104,11 @@ def build_app(config: ServerConfig, token: str | None = None) -> Any:
         written = _write_token(config, token)
         reaper = asyncio.get_running_loop().create_task(serving.reap_forever())
         if config.boot_on_start and config.base_job is not None:
-            await serving.start(None)
+            try:
+                await serving.start(None)
+            except ApiError as err:  # a job the server refuses: reported like a failed boot, state OFFLINE
+                serving.errors.append(f"engine boot failed: {err.message}")
+                print(f"error: the --config job was refused: {err.message}", flush=True)
         try:
             yield
         finally:

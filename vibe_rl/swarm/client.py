@@ -45,7 +45,7 @@ from vibe_rl.config import unknown_keys
 from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
-from vibe_rl.swarm.episodes import Episode, open_episode
+from vibe_rl.swarm.episodes import Episode, as_json, open_episode
 from vibe_rl.swarm.protocol import EngineStatus, Update
 
 log = logging.getLogger("vibe_rl.swarm.client")
@@ -208,6 +208,7 @@ class SwarmClient:
         served by the current weights and its reward is logged as eval/*, but it is never trained on."""
         if not isinstance(task, Task):
             task = Task.model_validate(task)  # before the episode begins: a bad task must not leave one open
+        as_json(task, "the task")  # metadata without a JSON form would fail only at end, after the game
         uuid, creds = self.begin_episode(timeout, kind="eval" if eval else "train")
         return Episode(self, uuid, creds, task, kind="eval" if eval else "train")
 
@@ -230,9 +231,9 @@ class SwarmClient:
             task = Task.model_validate(task)
         if not isinstance(workflow_output, WorkflowOutput):
             workflow_output = WorkflowOutput.model_validate(workflow_output)
-        result = self._call("POST", "/episode/end", {"episode_uuid": episode_uuid, "task": task.model_dump(mode="json"),
-                                                     "output": workflow_output.model_dump(mode="json")},
-                            wait_busy=True, episode_uuid=episode_uuid)
+        body = {"episode_uuid": episode_uuid, "task": as_json(task, "the task"),
+                "output": as_json(workflow_output, "ep.end's metadata")}
+        result = self._call("POST", "/episode/end", body, wait_busy=True, episode_uuid=episode_uuid)
         self._episode_keys.pop(episode_uuid, None)
         if result.get("warning"):  # e.g. no LLM call went through the episode's key: nothing of it is trained
             log.warning("%s", result["warning"])

@@ -99,8 +99,49 @@ class Episodes(dict[str, Episode]):
             raise SwarmError(f"eps.end needs exactly one output per episode name {sorted(self)}; "
                              + (f"missing {missing}" if missing else "") + ("; " if missing and unknown else "")
                              + (f"unknown {unknown}" if unknown else "") + ".")
+        # every output is checked (and its metadata turned into JSON) before any episode ends: a bad reward of
+        # the second team must not leave the first team's episode stored while the second one is aborted
+        checked = {name: _as_output(outputs[name]) for name in self}
+        for episode in self.values():
+            as_json(episode.task, "the task")
         for name, episode in self.items():
-            episode.end(outputs[name])
+            episode.end(checked[name])
+
+
+def _as_output(value: float | WorkflowOutput) -> WorkflowOutput:
+    output = value if isinstance(value, WorkflowOutput) else WorkflowOutput(reward=value)
+    as_json(output, "ep.end's metadata")
+    return output
+
+
+def _non_json(value: Any, path: str) -> tuple[str, Any] | None:
+    """The first value under `value` that has no JSON form, with its path (None when all do)."""
+    if isinstance(value, Mapping):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    elif value is None or isinstance(value, (str, int, float, bool)):
+        return None
+    else:
+        return path, value
+    for key, item in items:
+        found = _non_json(item, f"{path}[{key!r}]")
+        if found:
+            return found
+    return None
+
+
+def as_json(model: Any, what: str) -> dict[str, Any]:
+    """`model.model_dump(mode="json")`, or a ConfigError that names the value with no JSON form and the fix."""
+    from pydantic_core import PydanticSerializationError
+
+    try:
+        return model.model_dump(mode="json")
+    except PydanticSerializationError as exc:
+        found = _non_json(model.metadata, "metadata")
+        where = f"{found[0]} is a {type(found[1]).__module__}.{type(found[1]).__name__}" if found else str(exc)
+        raise ConfigError(f"{what} must be JSON: {where}. Convert it before sending: NumPy arrays with .tolist(), "
+                          "NumPy numbers with float() / int(), other objects with str() or a dict.") from None
 
 
 @contextlib.contextmanager
@@ -120,10 +161,39 @@ def _closing(episodes: list[Episode]) -> Iterator[None]:
                          "inside the block.")
 
 
+class NotAnEpisodeError(SwarmError, AttributeError, TypeError):
+    """`swarm.episode(task)` / `open_episodes(...)` used as the episode itself, without `with`."""
+
+
+class _Block(contextlib.AbstractContextManager):
+    """The context manager `swarm.episode` / `open_episodes` return. Nothing begins until `with` enters it, so
+    code that uses it as the episode itself (`ep = swarm.episode(task); ep.openai()`) gets an error saying so."""
+
+    def __init__(self, manager: Any, what: str, instead: str):
+        self._manager, self._what, self._instead = manager, what, instead
+
+    def __enter__(self) -> Any:
+        return self._manager.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._manager.__exit__(*exc)
+
+    def _misuse(self, name: str) -> NotAnEpisodeError:
+        return NotAnEpisodeError(f"{self._what} is a context manager, not the episode (asked for {name}); nothing has "
+                          f"begun. Write `with {self._what} as ep:` ... `ep.end(reward)`, or {self._instead}.")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise self._misuse(f".{name}")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise self._misuse(f"[{key!r}]")
+
+
 @contextlib.contextmanager
-def open_episode(client: SwarmClient, task: Task, timeout: float | None = None,
-                 eval: bool = False) -> Iterator[Episode]:
-    """`SwarmClient.episode`: begin an episode of `task`, yield it, abort it on an exception."""
+def _open_episode(client: SwarmClient, task: Task, timeout: float | None = None,
+                  eval: bool = False) -> Iterator[Episode]:
     if not isinstance(task, Task):
         task = Task.model_validate(task)
     ep = client.begin(task, timeout=timeout, eval=eval)
@@ -131,11 +201,24 @@ def open_episode(client: SwarmClient, task: Task, timeout: float | None = None,
         yield ep
 
 
-@contextlib.contextmanager
+def open_episode(client: SwarmClient, task: Task, timeout: float | None = None,
+                 eval: bool = False) -> contextlib.AbstractContextManager[Episode]:
+    """`SwarmClient.episode`: begin an episode of `task`, yield it, abort it on an exception."""
+    return _Block(_open_episode(client, task, timeout=timeout, eval=eval), "swarm.episode(task)",
+                  "`ep = swarm.begin(task)` to end or abort it yourself")
+
+
 def open_episodes(servers: Mapping[str, SwarmClient], task: Task | Mapping[str, Task], timeout: float | None = None,
-                  eval: bool = False) -> Iterator[Episodes]:
+                  eval: bool = False) -> contextlib.AbstractContextManager[Episodes]:
     """One episode per name in `servers` (the same client may appear under several names, e.g. one episode
     per team), all of `task` or each of its own task (`{name: Task}`); aborted together on an exception."""
+    return _Block(_open_episodes(servers, task, timeout=timeout, eval=eval), "open_episodes(...)",
+                  "one `swarm.begin(task)` per episode to end or abort each yourself")
+
+
+@contextlib.contextmanager
+def _open_episodes(servers: Mapping[str, SwarmClient], task: Task | Mapping[str, Task], timeout: float | None = None,
+                   eval: bool = False) -> Iterator[Episodes]:
     tasks = task if isinstance(task, Mapping) and not isinstance(task, Task) else dict.fromkeys(servers, task)
     missing = sorted(set(servers) - set(tasks))
     if missing:  # checked before any episode begins

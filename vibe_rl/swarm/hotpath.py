@@ -147,11 +147,26 @@ class HotPath:
     def state(self) -> Any:
         return self.app.state
 
+    def _episode_key_as_admin(self, scope: dict) -> ApiError | None:
+        """A 401 that says so when the credential sent to an admin endpoint is an episode's api_key (a
+        common slip: reusing the last episode's key to begin the next one)."""
+        serving = getattr(self.app.state, "serving", None)
+        keys = [header(scope, b"x-vibe-rl-token"), _credential(scope)]
+        if serving is None or not any(k and (k in serving.keys or serving.gone.get(k) is not None) for k in keys):
+            return None
+        return ApiError(401, f"{scope.get('path', '')} needs the server's admin token, and this is an episode's "
+                             "api_key: an episode key only calls /v1 and ends or aborts its own episode. Send the "
+                             "admin token (`Authorization: Bearer <token>`; SwarmClient finds it itself on the same "
+                             "machine, else VIBE_RL_SWARM_TOKEN / VIBE_RL_SWARM_TOKEN_FILE; the server keeps it in "
+                             "<experiment dir>/swarm.token).", code="invalid_admin_token")
+
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         refused = self.guard.check(scope)
         if refused is not None:
+            if refused.code == "invalid_admin_token":
+                refused = self._episode_key_as_admin(scope) or refused
             return await _send_error(send, refused)
         path = scope.get("path", "")
         handler = ROUTES.get(path)

@@ -70,6 +70,14 @@ def check_message_shapes(req: ChatCompletionRequest) -> None:
     just before it (OpenAI's rule), so every recorded tool result belongs to a call."""
     open_ids: set[str] = set()
     for i, m in enumerate(req.messages):
+        if m.content is None and not (m.role == "assistant" and m.tool_calls):
+            # OpenAI refuses it too; rendered as an empty turn, the answer would be trained on a prompt that
+            # lost what the client meant to say
+            given = "null" if "content" in m.model_fields_set else "missing"
+            needs = "a string or a list of text parts (only an assistant message with tool_calls may omit it)"
+            article = "an" if m.role[0] in "aeiou" else "a"
+            raise _bad(f"messages[{i}].content", f"{article} {m.role} message needs content, {needs}; got {given}. Send "
+                       "\"\" if the turn is really empty")
         for k, part in enumerate(m.content if isinstance(m.content, list) else []):
             kind = part.get("type", "text")
             if kind != "text":

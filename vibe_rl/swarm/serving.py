@@ -140,6 +140,12 @@ class SwarmServing(UpdateLoop):
                                 "SwarmClient(url).auto_sync_train_config_and_start_engine(TrainJob(...)).",
                            code="missing_job")
         effective, notes = self.config.effective_job(job)
+        if effective.model.engine != "torch":  # refused here: the engine's own error would first ask to install it
+            raise ApiError(400, f"model.engine {effective.model.engine!r} is not wired into the swarm server of this "
+                                "release (the extra is declared for clusters only): installing it would not help. "
+                                "Send model.engine 'torch' (the default), or run that engine yourself behind an "
+                                "OpenAI-compatible URL and name it as a static model in the server's --config.",
+                           code="invalid_job", param="model.engine")
         if self.state != OFFLINE:
             if effective == self.job:
                 return self.status()
@@ -444,8 +450,10 @@ class SwarmServing(UpdateLoop):
         if static is None and req.model not in (self.model_name, self.model_name.rstrip("/").rsplit("/", 1)[-1]):
             names = [m["id"] for m in self.models()["data"]]
             raise ApiError(404, f"The model '{req.model}' does not exist on this server. Served models: {names}. "
-                                "Use OpenaiBaseUrlAndApiKey.model for the trainable model, or add a static_models "
-                                "entry to the job for an opponent.", code="model_not_found", param="model")
+                                f"Pass model={self.model_name!r} for the trainable model (ep.model, or the `model` "
+                                "that /episode/begin returned); an opponent model must be a static_models entry of "
+                                "the server's own --config (a synced job cannot add one).", code="model_not_found",
+                           param="model")
         result = None
         ep.last_activity = time.monotonic()
         ep.inflight += 1
