@@ -53,6 +53,15 @@ def test_a_message_without_content_is_refused_like_openai_does(shared_server):
         assert ep.end(0.5).llm_calls == 1  # only the served call is recorded
 
 
+def test_an_unknown_response_format_type_is_named_as_such(shared_server):
+    with SwarmClient(shared_server.url) as swarm, swarm.episode(Task(task_id="fmt"), timeout=60) as ep:
+        with pytest.raises(openai.BadRequestError) as info:
+            ep.openai().chat.completions.create(model=ep.model, messages=HI, response_format={"type": "yaml"})
+        assert info.value.body["param"] == "response_format.type" and "unknown type 'yaml'" in info.value.body[
+            "message"], info.value.body
+        ep.abort()
+
+
 def test_extra_task_keys_sent_over_http_are_kept_in_metadata(shared_server):
     with SwarmClient(shared_server.url) as swarm:
         uuid, creds = swarm.begin_episode(60)
@@ -62,6 +71,12 @@ def test_extra_task_keys_sent_over_http_are_kept_in_metadata(shared_server):
                       json={"episode_uuid": uuid, "task": {"task_id": "duel-1", "secret": 17, "metadata": {"k": 1}},
                             "output": {"reward": 0.25}})
     assert resp.status_code == 200, resp.text
+    assert set(resp.json()) == {"episode_uuid", "already_ended", "llm_calls", "trainable_turns"}  # as documented
+    again = httpx.post(f"{shared_server.url}/episode/end", headers={"authorization": f"Bearer {creds.api_key}"},
+                       json={"episode_uuid": uuid, "task": {"task_id": "duel-1", "secret": 17, "metadata": {"k": 1}},
+                             "output": {"reward": 0.25}})
+    assert again.status_code == 200 and again.json() == {"episode_uuid": uuid, "already_ended": True,
+                                                         "status": "completed"}, again.text
     task, reward = stored_task(shared_server, uuid)
     assert task["metadata"] == {"k": 1, "secret": 17} and reward == 0.25
 

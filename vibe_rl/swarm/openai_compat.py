@@ -107,6 +107,9 @@ def check_chat(req: ChatCompletionRequest) -> list[str]:
     check_tools(req.tools)
     check_message_shapes(req)
     kind = (req.response_format or {}).get("type", "text")
+    if kind not in ("text", "json_object", "json_schema"):
+        raise _bad("response_format.type", f"unknown type {kind!r}: OpenAI's are 'text', 'json_object' and "
+                   "'json_schema', and this server serves 'text' only")
     if kind != "text":
         raise _refuse("response_format", f"type '{kind}' is not supported: {NO_CONSTRAINTS}. Ask for JSON in "
                                          "the prompt and parse it in your client, or use response_format "
