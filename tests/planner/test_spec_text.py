@@ -8,7 +8,8 @@ from vibe_rl.planner.text import SpecText, to_int
 
 
 @pytest.mark.parametrize("word,value", [("8", 8), ("八", 8), ("两", 2), ("十", 10), ("十二", 12), ("二十四", 24),
-                                        ("three", 3), ("a pair of", 2)])
+                                        ("three", 3), ("a pair of", 2), ("一万", 10000), ("两万五千", 25000),
+                                        ("十万", 100000), ("一万零五百", 10500)])
 def test_number_words(word, value):
     assert to_int(word) == value
 
@@ -50,3 +51,32 @@ def test_a_long_clause_is_reported_by_the_part_around_its_fact():
 
 def test_a_number_next_to_chinese_characters_is_a_fact():
     assert SpecText("把热身步数设置为20步").unparsed([]) == ["把热身步数设置为20步"]
+
+
+def test_an_api_key_env_var_is_not_a_model_name():
+    import re
+
+    from vibe_rl.planner.text import MODEL_NAME
+
+    names = [m.group() for m in re.finditer(MODEL_NAME, "mistral-large-2 via MISTRAL_API_KEY, DEEPSEEK_API_KEY", re.I)]
+    assert names == ["mistral-large-2"]
+
+
+@pytest.mark.parametrize("text,plain", [("total_steps: 1,000,", "total_steps: 1000,"), ("训练1.5万步", "训练15000步"),
+                                        ("10_000 steps", "10000 steps"), ("ports 10086,10087", "ports 10086,10087"),
+                                        ("bs=32,n=8", "bs=32,n=8")])
+def test_grouped_digits(text, plain):
+    from vibe_rl.planner.numbers import rewrite_grouped
+
+    assert rewrite_grouped(text)[0] == plain
+
+
+@pytest.mark.parametrize("text,plain", [("two nodes of 8 GPUs", "8 GPUs"), ("16 GPUs across 2 nodes", "8 GPUs"),
+                                        ("2机16卡", "8 GPUs"), ("两台机器，每台 8 卡", "8 GPUs"), ("单卡", "1 张卡"),
+                                        ("2 nodes, 8 GPUs", "2 nodes, 8 GPUs"), ("两台服务器各四张卡", "两台服务器各四张卡")])
+def test_node_counts_become_one_nodes_gpus(text, plain):
+    from vibe_rl.planner.nodes import rewrite_nodes
+
+    out, notes = rewrite_nodes(text)
+    assert out == plain
+    assert bool(notes) == ("node" in text or "机" in text)

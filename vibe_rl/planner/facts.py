@@ -145,13 +145,14 @@ def _static_context(src: SpecText, start: int, end: int) -> bool:
     c_start, c_end = src.clause_of(start)
     left = max([c_start] + [c_start + m.end() for m in re.finditer(r"[,，;；、(（)）]", src.text[c_start:start])])
     right = next((end + m.start() for m in re.finditer(r"[,，;；、(（)）]", src.text[end:c_end])), c_end)
-    if re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]):
-        return True  # "glm-4-plus via ZHIPU_API_KEY": called through an API, so it plays a side
     before = [(m.start(), bool(m.group("static"))) for m in re.finditer(_CONTEXT, src.text[left:start], re.I)]
     if before:
         return before[-1][1]
     after = re.search(_CONTEXT, src.text[end:right], re.IGNORECASE)
-    return bool(after and after.group("static"))
+    if after:
+        return bool(after.group("static"))
+    # no side or training word: "glm-4-plus via ZHIPU_API_KEY" is called through an API, so it plays a side
+    return bool(re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]))
 
 
 def rewards(src: SpecText) -> tuple[float | None, float | None]:

@@ -31,7 +31,7 @@ SIGNED_NUM = rf"(-?{_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"  # after a field name: 
 
 _PATH = r"(?:https?://[^\s`'\"，。；）)]+|(?<![\w.])\.{0,2}/(?:[\w.-]+/)*[\w.-]+|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)"
 _ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
-MODEL_NAME = (r"(?<![\w/.-])(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
+MODEL_NAME = (r"(?<![\w/.-])(?!(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]+\b))(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
               r"o[134]|gemini|kimi|moonshot|doubao|ernie|hunyuan|phi-\d)[\w.-]*(?![\w/])")
 _MODEL = MODEL_NAME
 _NUMBER = r"(?<![A-Za-z0-9_.\-/])[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![A-Za-z0-9_/])"  # a CJK neighbour is a boundary
