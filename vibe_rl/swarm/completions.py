@@ -60,7 +60,7 @@ def _logprobs(tokenizer: Any, gen: Any) -> dict[str, Any]:
 
 async def complete(serving: Any, req: CompletionRequest, api_key: str | None, player_header: str | None,
                    timing: dict[str, Any]) -> Any:
-    ep = serving.episode_for_key(api_key)
+    ep = serving.registry.for_key(api_key)
     if serving.job is None:
         raise serving._not_ready("completions")
     if req.model not in (serving.model_name, serving.model_name.rstrip("/").rsplit("/", 1)[-1]):

@@ -86,7 +86,7 @@ async def abort(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
 def _episode_key(serving: Any, scope: dict) -> str | None:
     """The episode key of a model call; the admin token is refused with its own explanation."""
     key = _credential(scope)
-    if scope.get("vibe_admin") and key not in serving.keys:
+    if scope.get("vibe_admin") and key not in serving.registry.by_key:
         raise ApiError(401, "The admin token does not call models: each model call goes through an episode. Begin "
                             "one (swarm.episode(task) / POST /episode/begin) and send its api_key "
                             "(Authorization: Bearer <api_key>).", code="invalid_api_key")
@@ -152,7 +152,7 @@ class HotPath:
         common slip: reusing the last episode's key to begin the next one)."""
         serving = getattr(self.app.state, "serving", None)
         keys = [header(scope, b"x-vibe-rl-token"), _credential(scope)]
-        if serving is None or not any(k and (k in serving.keys or serving.gone.get(k) is not None) for k in keys):
+        if serving is None or not any(k and serving.registry.knows_key(k) for k in keys):
             return None
         return ApiError(401, f"{scope.get('path', '')} needs the server's admin token, and this is an episode's "
                              "api_key: an episode key only calls /v1 and ends or aborts its own episode. Send the "
@@ -173,7 +173,7 @@ class HotPath:
         if handler is None and path.startswith("/v1/") and not scope["vibe_admin"]:
             serving = getattr(self.app.state, "serving", None)
             key = _credential(scope)
-            if serving is None or not key or (key not in serving.keys and serving.gone.get(key) is None):
+            if serving is None or not key or not serving.registry.knows_key(key):
                 return await _send_error(send, ApiError(401, "Send an episode's own API key (ep.api_key of "
                                                              "swarm.episode(task), or begin_episode's; keys of a "
                                                              "restarted server no longer work) or the admin token.",

@@ -34,56 +34,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
-import uuid
-from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from collections import deque
 from typing import Any
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import TrainJob
 from vibe_rl.swarm import bounds
-from vibe_rl.swarm.auth import same_token
-from vibe_rl.swarm.chat import PrefixCache
 from vibe_rl.swarm.config import ServerConfig
 from vibe_rl.swarm.pool import CompletedEpisode, Pool
 from vibe_rl.swarm.protocol import ApiError, BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest
+from vibe_rl.swarm.registry import Episode, EpisodeRegistry
 from vibe_rl.swarm.static import StaticRouter
 from vibe_rl.swarm.updater import ROLLING, WEIGHT_SYNCING, UpdateLoop  # noqa: F401  (re-exported states)
 
 log = logging.getLogger("vibe_rl.swarm")
 
 OFFLINE, BOOTING = "OFFLINE", "BOOTING"
-
-
-@dataclass
-class Episode:
-    uuid: str
-    api_key: str
-    timeout: float
-    created: float = field(default_factory=time.monotonic)
-    last_activity: float = field(default_factory=time.monotonic)
-    turns: list[Turn] = field(default_factory=list)
-    llm_calls: int = 0
-    inflight: int = 0
-    prefixes: PrefixCache = field(default_factory=PrefixCache)  # token ids of earlier turns, reused
-    kind: str = "train"  # "eval": stored with status 'eval', its reward logged as eval/*, never trained on
-
-
-class Tombstones:
-    """Bounded memory of why an episode or key is gone (for clear 410 messages)."""
-
-    def __init__(self, size: int = 100_000):
-        self.size, self._d = size, OrderedDict()
-
-    def add(self, key: str, reason: str) -> None:
-        self._d[key] = reason
-        if len(self._d) > self.size:
-            self._d.popitem(last=False)
-
-    def get(self, key: str) -> str | None:
-        return self._d.get(key)
 
 
 class SwarmServing(UpdateLoop):
@@ -95,10 +62,7 @@ class SwarmServing(UpdateLoop):
         self.store: Any = None
         self.pool: Pool | None = None
         self.static: StaticRouter | None = None
-        self.episodes: dict[str, Episode] = {}
-        self.keys: dict[str, Episode] = {}
-        self.gone = Tombstones()
-        self.key_of = Tombstones()  # episode uuid -> its key, after it is gone (a retried end may use the key)
+        self.registry = EpisodeRegistry()  # running episodes by id and key; why gone ones went
         self.expired = 0
         self.update_failures = 0  # consecutive failed weight updates of the same groups
         self._next_expire = 0.0
@@ -191,9 +155,9 @@ class SwarmServing(UpdateLoop):
                            retry_after=2.0)
         if self._update_task is not None:
             await asyncio.shield(self._update_task)
-        running = len(self.episodes)
-        for ep in list(self.episodes.values()):
-            self._forget(ep, "the engine was stopped while the episode ran")
+        running = len(self.registry)
+        for ep in list(self.registry.running.values()):
+            self.registry.forget(ep, "the engine was stopped while the episode ran")
         self.aborted += running
         self.state = OFFLINE
         self._rolling.clear()
@@ -240,7 +204,7 @@ class SwarmServing(UpdateLoop):
         pool.setdefault("incomplete_tasks", 0)
         pool.setdefault("oldest_incomplete_idle_s", 0.0)
         pool["incomplete_group_ttl_s"] = self.config.incomplete_group_ttl
-        running = sorted(self.episodes.values(), key=lambda e: e.last_activity)
+        running = sorted(self.registry.running.values(), key=lambda e: e.last_activity)
         return {
             "state": self.state,
             "global_step": self.global_step,
@@ -295,49 +259,17 @@ class SwarmServing(UpdateLoop):
         bounds.check_discard_timeout(self.config, discard_timeout)
         if self.state != ROLLING:
             raise self._not_ready("swarm.episode / begin_episode")
-        ep = Episode(uuid=uuid.uuid4().hex, api_key=secrets.token_urlsafe(32),
-                     timeout=discard_timeout or self.config.default_discard_timeout, kind=kind)
-        self.episodes[ep.uuid] = ep
-        self.keys[ep.api_key] = ep
+        ep = self.registry.open(discard_timeout or self.config.default_discard_timeout, kind)
         return BeginEpisodeResponse(episode_uuid=ep.uuid, base_url=base_url, api_key=ep.api_key,
                                     model=self.model_name)
 
-    def _forget(self, ep: Episode, reason: str) -> None:
-        self.episodes.pop(ep.uuid, None)
-        self.keys.pop(ep.api_key, None)
-        self.gone.add(ep.uuid, reason)
-        self.gone.add(ep.api_key, reason)
-        self.key_of.add(ep.uuid, ep.api_key)
-
-    def _authorize(self, episode_uuid: str, key: str | None, credential: str | None, admin: bool) -> None:
-        """end/abort: the admin token, or this episode's own key (Authorization: Bearer <key>)."""
-        if admin or (key is not None and same_token(credential, key)):
-            return
-        raise ApiError(401, f"Only episode {episode_uuid}'s own API key (ep.api_key of swarm.episode(task), or "
-                            "begin_episode's api_key, sent as `Authorization: Bearer <key>`) or the server's admin "
-                            "token may end or abort it.",
-                       code="invalid_api_key" if credential else "missing_api_key")
-
-    def _lookup(self, episode_uuid: str) -> Episode:
-        ep = self.episodes.get(episode_uuid)
-        if ep is not None:
-            return ep
-        reason = self.gone.get(episode_uuid)
-        if reason:
-            raise ApiError(410, f"Episode {episode_uuid} is gone: {reason}.", code="episode_gone",
-                           param="episode_uuid")
-        raise ApiError(404, f"Unknown episode {episode_uuid}. Use the episode_uuid that this server returned "
-                            "(ep.uuid of swarm.episode(task), or begin_episode's); each server has its own episodes, "
-                            "and a restarted server forgets the episodes that were running.",
-                       code="episode_not_found", param="episode_uuid")
-
     async def end(self, req: EndEpisodeRequest, credential: str | None, admin: bool) -> dict[str, Any]:
         bounds.check_end(self.config, req)
-        ep = self.episodes.get(req.episode_uuid)
+        ep = self.registry.running.get(req.episode_uuid)
         if ep is None:
-            if self.store is None and self.gone.get(req.episode_uuid) is None:
+            if self.store is None and self.registry.gone.get(req.episode_uuid) is None:
                 raise self._not_ready("ep.end / end_episode")  # maybe stored: the store opens with the engine
-            self._authorize(req.episode_uuid, self.key_of.get(req.episode_uuid), credential, admin)
+            self.registry.authorize(req.episode_uuid, self.registry.key_for(req.episode_uuid), credential, admin)
             stored = self._ending.get(req.episode_uuid) or (
                 self.store.episode_status(req.episode_uuid) if self.store else None)
             if stored is not None:
@@ -347,8 +279,8 @@ class SwarmServing(UpdateLoop):
                 raise ApiError(409, f"Episode {req.episode_uuid} already ended with task_id={task_id!r} "
                                     f"reward={reward}; a second end with a different task or reward is refused.",
                                code="episode_already_ended", param="episode_uuid")
-            self._lookup(req.episode_uuid)  # raises 410 / 404
-        self._authorize(ep.uuid, ep.api_key, credential, admin)
+            self.registry.lookup(req.episode_uuid)  # raises 410 / 404
+        self.registry.authorize(ep.uuid, ep.api_key, credential, admin)
         if self.store is None:
             raise self._not_ready("ep.end / end_episode")
         if ep.inflight:
@@ -357,13 +289,13 @@ class SwarmServing(UpdateLoop):
                                 "return, so no turn is lost. SwarmClient retries this itself.", code="episode_busy",
                            param="episode_uuid", retry_after=0.5)
         done = CompletedEpisode(ep.uuid, req.task.task_id, req.output.reward, ep.turns, time.time())
-        self._forget(ep, "it already ended")
+        self.registry.forget(ep, "it already ended")
         self._ending[ep.uuid] = ("completed", done.reward, done.task_id)
         try:  # written before we answer; in a thread, so the event loop keeps serving meanwhile
             await asyncio.to_thread(self.store.save_episode, done, req.task.model_dump(mode="json"),
                                     req.output.metadata, "eval" if ep.kind == "eval" else "completed")
         except BaseException:  # not stored: the episode stays open, so the client can retry its end
-            self.episodes[ep.uuid], self.keys[ep.api_key] = ep, ep
+            self.registry.reopen(ep)
             raise
         finally:
             self._ending.pop(ep.uuid, None)
@@ -382,10 +314,9 @@ class SwarmServing(UpdateLoop):
         return result
 
     def abort(self, episode_uuid: str, credential: str | None, admin: bool) -> dict[str, Any]:
-        ep = self.episodes.get(episode_uuid)
-        self._authorize(episode_uuid, ep.api_key if ep else self.key_of.get(episode_uuid), credential, admin)
-        ep = self._lookup(episode_uuid)
-        self._forget(ep, "it was aborted")
+        self.registry.authorize(episode_uuid, self.registry.key_for(episode_uuid), credential, admin)
+        ep = self.registry.lookup(episode_uuid)
+        self.registry.forget(ep, "it was aborted")
         self.aborted += 1
         return {"episode_uuid": episode_uuid, "aborted": True, "llm_calls": ep.llm_calls}
 
@@ -399,8 +330,8 @@ class SwarmServing(UpdateLoop):
             if now >= self._next_expire:
                 self._next_expire = now + min(30.0, self.config.incomplete_group_ttl / 10)
                 self.expire_groups(now)
-            for ep in [e for e in self.episodes.values() if not e.inflight and now - e.last_activity > e.timeout]:
-                self._forget(ep, f"discarded after {ep.timeout:g} s without an LLM call (raise the idle "
+            for ep in self.registry.idle(now):
+                self.registry.forget(ep, f"discarded after {ep.timeout:g} s without an LLM call (raise the idle "
                                  "timeout: swarm.episode(task, timeout=...) / begin_episode(discard_episode_timeout=...))")
                 self.discarded += 1
                 if self.store is not None:
@@ -408,20 +339,6 @@ class SwarmServing(UpdateLoop):
                 log.warning("discarded idle episode %s (%d llm calls)", ep.uuid, ep.llm_calls)
 
     # ------------------------------------------------------------ chat
-
-    def episode_for_key(self, api_key: str | None) -> Episode:
-        if not api_key:
-            raise ApiError(401, "Missing API key. Use the episode's own key: ep.openai() of swarm.episode(task), or "
-                                "openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key).", code="missing_api_key")
-        ep = self.keys.get(api_key)
-        if ep is not None:
-            return ep
-        reason = self.gone.get(api_key)
-        if reason:
-            raise ApiError(410, f"This episode's API key no longer works: {reason}.", code="episode_gone")
-        raise ApiError(401, "Unknown API key. Each episode has its own key (ep.api_key of swarm.episode(task), or "
-                            "begin_episode's); keys of another server or of a restarted server do not work here: "
-                            "begin a new episode.", code="invalid_api_key")
 
     async def wait_rolling(self) -> None:
         """Hold a chat call while the engine boots or updates (a new update may start right
@@ -440,7 +357,7 @@ class SwarmServing(UpdateLoop):
                    timing: dict[str, Any]) -> Any:
         from vibe_rl.swarm import generate
 
-        ep = self.episode_for_key(api_key)
+        ep = self.registry.for_key(api_key)
         bounds.check_messages(self.config, req)
         bounds.check_tool_calls(req)
         player = req.user or player_header

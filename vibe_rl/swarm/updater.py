@@ -134,7 +134,7 @@ class UpdateLoop:
             await self._train(groups)
         finally:
             now = time.monotonic()
-            for ep in self.episodes.values():  # the pause is not idle time
+            for ep in self.registry.running.values():  # the pause is not idle time
                 ep.last_activity = max(ep.last_activity, now)
             self._update_task = None
             if self.state == WEIGHT_SYNCING:
