@@ -11,6 +11,8 @@ Per GPU count it reports the step time (median after one warm-up step), tokens/s
 memory of every GPU. For N > 1 it measures two things in one process group:
 `train` (the sharded step alone) and `with_replica` (each GPU also holds the full bf16
 generation replica a server keeps, re-synced after every step: what a server really uses).
+`replica_sync_s` times one re-sync (FSDP unit by unit), `replica_sync_per_parameter_s` the same copy
+done one all-gather per parameter (the way before), for comparison.
 The 1-GPU figure is the single-process engine, whose one model both generates and trains.
 Prints one JSON object (plus `scaling` ratios against the 1-GPU run when both ran).
 
@@ -151,6 +153,21 @@ def single(args) -> dict:
             "peak_gb_per_gpu": [round(peak, 2)], "passes_per_step": passes, "loss": metrics["loss"], "applied": applied}
 
 
+def per_parameter_sync_s(trainer, replica, dev) -> float:
+    """The replica sync done the earlier way, for comparison: one all-gather (`full_tensor`) per parameter."""
+    import torch
+
+    params = dict(replica.named_parameters())
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for name, p in trainer.trainable:
+            full = p.full_tensor() if hasattr(p, "full_tensor") else p.detach()
+            params[name].copy_(full.view_as(params[name]))
+    if on_gpu():
+        torch.cuda.synchronize(dev)
+    return time.perf_counter() - t0
+
+
 def sharded(args) -> dict | None:
     """Under torchrun: the server's ShardedTrainer, first alone, then with a generation replica per GPU."""
     import torch
@@ -176,6 +193,7 @@ def sharded(args) -> dict | None:
     if on_gpu():
         torch.cuda.synchronize(dev)
     sync_s = time.perf_counter() - t0
+    per_param_s = per_parameter_sync_s(trainer, replica, dev)
     peaks = env.gather((train_peak, both_peak))
     distributed.shutdown()
     if env.rank != 0:
@@ -183,6 +201,7 @@ def sharded(args) -> dict | None:
     n = env.world_size
     return {"gpus": n, **({"variant": "fsdp"} if n == 1 else {}), "step_s": round(both_s, 3), "tokens_per_s": round(args.samples * args.tokens / both_s),
             "peak_gb_per_gpu": [round(p[1], 2) for p in peaks], "replica_sync_s": round(sync_s, 3),
+            "replica_sync_per_parameter_s": round(per_param_s, 3),
             "train_only": {"step_s": round(train_s, 3), "tokens_per_s": round(args.samples * args.tokens / train_s),
                            "peak_gb_per_gpu": [round(p[0], 2) for p in peaks]},
             "grad_sync": trainer.last_sync_mode, "synced_backwards_per_step": trainer.last_grad_syncs,
