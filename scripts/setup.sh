@@ -21,11 +21,14 @@ if ! .venv/bin/python -c "import vibe_rl, transformers, fastapi, pytest, libtmux
   touch .venv/.vibe-rl-installed
 fi
 # The trace viewer's browser test uses Debian's chromium (headless); install it when we may (root, apt).
+# (No `grep -q` after apt-cache: it stops reading at the first match, apt-cache dies of SIGPIPE, and
+# under pipefail the test is false, so chromium was never installed.)
+has_candidate() { apt-cache policy chromium 2>/dev/null | grep "Candidate: [0-9]" >/dev/null; }
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  if ! apt-cache policy chromium 2>/dev/null | grep -q "Candidate: [0-9]"; then
+  if ! has_candidate; then
     apt-get update -qq >/dev/null 2>&1 || true
   fi
-  if apt-cache policy chromium 2>/dev/null | grep -q "Candidate: [0-9]"; then
+  if has_candidate; then
     echo "[setup] installing chromium (Debian package) for the trace viewer's browser test"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null \
       || echo "[setup] could not install chromium: the browser test will skip and say why"
