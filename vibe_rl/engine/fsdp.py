@@ -15,8 +15,9 @@ One step (`ShardedTrainer.step`, called on every rank with the same samples):
    only for the last micro-batch (see "Gradient sync" below);
 3. the per-rank metrics are merged into the single-process metrics;
 4. the generation replica of this rank (a plain copy of the model) gets the new weights, one
-   parameter at a time (`DTensor.full_tensor()`, an all-gather), copied in place: the replica's
-   tensors keep their addresses, so CUDA graphs captured by a generator stay valid.
+   FSDP unit at a time (`unshard()`: one all-gather per decoder layer; LoRA: per adapter tensor),
+   copied in place: the replica's tensors keep their addresses, so CUDA graphs captured by a
+   generator stay valid.
 
 Gradient sync (`grad_sync`, env VIBE_RL_GRAD_SYNC): "step" reduce-scatters gradients once per
 step: FSDP2 accumulates the earlier micro-batches' gradients unsharded, in fp32 (4 bytes per
