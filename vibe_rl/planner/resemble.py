@@ -95,8 +95,29 @@ def differs_note(text: str, chosen: Manifest) -> list[str]:
             f"game, or render the generic skeleton with `--family turn_based` and write its rules."]
 
 
+# Games no family covers that play like one: (pattern, game, family, how the roles map)
+RELATIVES = [
+    (r"\bmafia\b|黑手党", "Mafia", "werewolves",
+     "the mafia are the werewolves, the detective the seer, the doctor the witch"),
+]
+
+
+def relative_game_hint(text: str, families: list[Manifest]) -> str:
+    """For the 'no family' error: a known game that plays like a family, and how to plan it as that family."""
+    names = {f.name for f in families}
+    for pattern, game, family, mapping in RELATIVES:
+        if family in names and re.search(pattern, text, re.IGNORECASE):
+            return (f"The spec names {game}, which plays like the {family} family ({mapping}). To plan it as "
+                    f"{family}, pass --family {family} or write 'like {family}' in the spec; the plan then notes "
+                    "what differs.\n")
+    return ""
+
+
 def unknown_game_hint(text: str, families: list[Manifest]) -> str:
     """For the 'no family' error: the game the spec compares its own to, and how to plan the closest family."""
+    relative = relative_game_hint(text, families)
+    if relative:
+        return relative
     m = re.search(rf"(?:{_LIKE}|像)\s*(?:the\s+)?([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){{0,2}}|[\u4e00-\u9fff]{{2,6}}?)"
                   r"(?=一样|那样|之类|的|类|游戏|[\s,，.。;；]|$)", text,
                   re.IGNORECASE)
