@@ -43,7 +43,7 @@ class ServerConfig(BaseModel):
         "Most completions one /v1/completions call may ask for (prompts x n; else 400)"))
     max_task_id_chars: int = Field(default=256, ge=1, description="Longest task_id accepted by end (else 400)")
     max_metadata_bytes: int = Field(default=256 * 1024, ge=0,
-                                    description="Largest task + output metadata of one end, as JSON (else 413)")
+                                    description="Largest task + output metadata of one end, as JSON (else 400)")
     max_abs_reward: float = Field(default=1e6, gt=0, description="Rewards must satisfy |r| <= this (else 400)")
     max_discard_timeout: float = Field(default=7 * 86400.0, gt=0,
                                        description="Largest discard_episode_timeout a begin may ask for (else 400)")
