@@ -10,9 +10,17 @@ if [ ! -x .venv/bin/python ]; then
   echo "[setup] creating .venv"
   "$PY" -m venv .venv
 fi
+# VIBE_RL_TORCH_INDEX picks the wheel index for torch, e.g. https://download.pytorch.org/whl/cpu for the
+# CPU-only build on a Linux machine whose pip would otherwise take PyPI's CUDA build (this project's CI
+# machines serve the CPU build from their own wheel folder).
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-  echo "[setup] installing torch==$TORCH_VERSION (CPU build)"
-  .venv/bin/pip install -q "torch==$TORCH_VERSION"
+  if [ -n "${VIBE_RL_TORCH_INDEX:-}" ]; then
+    echo "[setup] installing torch==$TORCH_VERSION from $VIBE_RL_TORCH_INDEX"
+    .venv/bin/pip install -q "torch==$TORCH_VERSION" --index-url "$VIBE_RL_TORCH_INDEX"
+  else
+    echo "[setup] installing torch==$TORCH_VERSION (pinned; the build pip's index offers)"
+    .venv/bin/pip install -q "torch==$TORCH_VERSION"
+  fi
 fi
 if ! .venv/bin/python -c "import vibe_rl, transformers, fastapi, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab, triton" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.vibe-rl-installed ]; then
