@@ -36,6 +36,9 @@ DEFAULT_SERVER_OF = {1: 0, 2: 1, 3: 0}  # agent -> server index
 FIRST_PORT = 10086  # server N listens on FIRST_PORT + N - 1 unless the spec says otherwise
 _AGENT = r"(?:agent|智能体)\s*(\d)"
 SCORE_RANGE = r"0\s*(?:-|~|到|至)\s*2\s*(?:points?|分)|\[0,\s*1\]"  # the graders' fixed scale
+# Reward terms of the spec's own (the family's graders are fixed): a bonus, a penalty, a metric it does not use.
+REWARD_WORDS = (r"\bbonus\w*|\bpenal\w*|\bBLEU\b|\bchrF\b|\bCOMET\b|\bBERTScore\b|\bexact match\b|"
+                r"\breward(?:ed)?\s+(?:is|=|:|by|with)|奖励为|加分|扣分|惩罚")
 # Languages other than the family's pair (English -> Chinese): a spec naming one asks for what the family cannot do.
 OTHER_LANGUAGES = (r"\b(?:French|German|Japanese|Korean|Spanish|Russian|Italian|Portuguese|Arabic|Hindi|Vietnamese|"
                    r"Thai|Dutch|Turkish|Polish|Indonesian)\b|法语|法文|德语|德文|日语|日文|韩语|韩文|西班牙语|俄语|俄文|"
@@ -148,6 +151,12 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         notes.append("Static models are not used by this family: every agent trains on its server.")
     graders = {t.model: "ProperNounDetectionGrader" if t.name == "detector" else "TranslationQualityGrader"
                for t in teams}
+    said = facts.src.search(REWARD_WORDS, mark=False)
+    if said:
+        notes.append(f"The spec describes its own reward ('{said.group().strip()}' ...), but this family's rewards "
+                     "are its graders (" + ", ".join(sorted(set(graders.values()))) + ", each 0-2 normalised to "
+                     "[0, 1]): the spec's reward terms are not applied. To use them, edit the graders' grade() in "
+                     "workflow.py after rendering.")
     modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
                                        servers=[s.name for s in servers], rewarded={t.model: t.name for t in teams},
                                        gpus={s.name: s.gpus for s in servers})], notes)

@@ -36,6 +36,9 @@ CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\
 _LEADING = (r"\A[\s#*>-]*(?:the\s+)?[\"'“]?([A-Z][\w'’ -]{2,40}?)[\"'”]?(?=\s*[(:,.;\n（：，]|\s+(?:agents?|self-play|"
             r"rl|training|with|bot|env|environment)\b)")
 _VERBS = r"(?i:train|use|build|write|make|create|plan|please|let|we|i|my|our|run|set|teach|fine|a|an)\b"
+_PLAYED = (r"\bto\s+play\s+(?:(?:a|an|the)\s+)?([a-z][\w'-]*(?:\s+[\w'-]+){0,4}?)"
+           r"(?=\s+(?:against|with|vs\.?|versus|in|on|as|for|using|by|between|among)\b|\s*[(,.;:\n])")
+_GENERIC = r"(?:(?:a|the|this|that|it|well|better|games?|optimally|along|on|more|itself|one)\b\s*)+"
 HEADS_UP = r"heads[\s-]*up|one[\s-]*(?:on|vs\.?|versus)[\s-]*one|1v1|1\s*(?:vs\.?|versus|on)\s*1|单挑|一对一"
 SINGLE = r"single[\s-]*player|one[\s-]*player|\bsolo\b|单人|1 player\b"
 
@@ -49,7 +52,13 @@ def title_of(text: str) -> str:
     if not m:
         m = re.search(_LEADING, text)
         m = m if m and not re.match(_VERBS, m.group(1)) else None
-    return m.group(1).strip() if m and not CJK.search(m.group(1)) else "Turn-based game"
+    if not m:  # a lowercase name: "to play rock-paper-scissors best-of-5 against ...", "play a number-guessing game"
+        m = re.search(_PLAYED, text)
+        m = m if m and not re.fullmatch(_GENERIC, m.group(1), re.IGNORECASE) else None
+    if not m or CJK.search(m.group(1)):
+        return "Turn-based game"
+    name = m.group(1).strip()
+    return name[0].upper() + name[1:]
 
 
 def players(facts: Facts, notes: list[str]) -> Found | None:

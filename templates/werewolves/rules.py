@@ -229,7 +229,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                                        gpus={"server1": server_gpus})], notes)
     return TaskSpec(
         family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
-        title="Werewolves: GRPO with a shared werewolf/seer model",
+        title=(f"Werewolves: GRPO with a shared {'/'.join(trainable)} model" if len(trainable) > 1 else
+               (f"Werewolves: GRPO for the {trainable[0]}" if trainable else "Werewolves: GRPO")),
         description=(f"Train the {_and(trainable) or 'no role'} of a 9-player Werewolves game on one shared model "
                      f"({model_path}) against the {_and(static) or 'nobody'} played by {model.name}."),
         gpus=total, game=game, teams=teams, servers=[server], static_models=[model] if static else [],

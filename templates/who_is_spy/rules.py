@@ -40,6 +40,7 @@ SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|s
          rf"(?:卧底|spies)\s*(?:数|人数|数量)?\s*(?:有|为|[:：=])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
 OTHER = {"spies": "civilians", "civilians": "spies"}
+SHAPED = r"shaped[\s_-]*rewards?|reward[\s_-]*shaping|dense\s+(?:rewards?|credit)|稠密奖励|奖励塑形|塑形奖励"
 
 
 def _side_of(text: str, position: int) -> str | None:
@@ -64,12 +65,27 @@ def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
     game_parameter(facts, game, "num_spies", spies, notes, manifest, "spy count")
     game_parameter(facts, game, "max_rounds", facts.rounds, notes, manifest, "round limit")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    shaped(facts, game, notes)
     game = manifest.resolve_parameters(game)
     if 2 * game["num_spies"] >= game["num_players"]:
         raise PlannerError(f"{game['num_spies']} spies among {game['num_players']} players: the spies must stay "
                            "fewer than the civilians, or they win before the first vote. Ask for more players or "
                            "fewer spies.")
     return game
+
+
+def shaped(facts: Facts, game: dict, notes: list[str]) -> None:
+    """shaped_reward from "shaped reward on", "dense reward", "reward shaping: off", "稠密奖励", "不要奖励塑形";
+    the family's default (off) with nothing said."""
+    said = facts.src.search(rf"(?:(?P<no>\bno\b|\bwithout\b|不要|不用|关闭|无)\s*)?(?:{SHAPED})"
+                            r"(?:\s*(?:[:：=]|is|to)?\s*(?P<value>on|off|true|false|yes|no|enabled|disabled|开启|关闭|"
+                            r"打开)\b)?")
+    if said:
+        off = said.group("no") or (said.group("value") or "").lower() in ("off", "false", "no", "disabled", "关闭")
+        game["shaped_reward"] = not off
+        if game["shaped_reward"]:
+            notes.append("Shaped reward on: win/loss plus dense credit (civilians: legal ballots and ballots on a "
+                         "spy, weighted by hit_credit; spies: rounds survived).")
 
 
 def trained_side(text: str) -> str | None:

@@ -127,6 +127,12 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
     if model.base_url and model.base_url not in facts.text:
         notes.append(f"Static model {model.name}: base URL {model.base_url} filled in (a known provider), key from "
                      f"${model.api_key_env}; without that key the server serves a frozen local copy.")
+    elif model.base_url_env:
+        key = f", key from ${model.api_key_env}" if model.api_key_env else ""
+        unset = f"${model.base_url_env}" + (f" or ${model.api_key_env}" if model.api_key_env else "")
+        notes.append(f"Static model {model.name}: URL from ${model.base_url_env}{key}, read when the server starts; "
+                     f"while {unset} is unset the server serves a frozen local copy of the trainable model under "
+                     "that name and says so.")
     elif not (model.base_url or model.base_url_env) and model.name != "opponent":
         keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
         notes.append(f"Static model {model.name}: the spec gives no URL for it and it is not a provider the planner "

@@ -36,9 +36,11 @@ _CONTEXT = (r"(?P<static>played\s+by|\bplays?\b|controlled\s+by|driven\s+by|powe
             r"静态|冻结|固定|其余|其他|驱动|控制)|(?P<train>\btrain\w*|fine[\s-]*tun\w*|base\s+model|\bpolicy\b|"
             r"\blearners?\b|\binit\w*|start(?:s|ing)?\s+from|训练|微调|基座|初始化|学习)")
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
-WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|winners?|winning|wins?\b|won\b"
-LOSS_WORDS = r"败者|失败者?|败方|负方|负者|输方|输家|输了?|losers?|losing|loss(?:es)?\b|lose[sd]?\b|lost\b"
-_SIGNED = r"(?<![\w.])([-+]?\d+(?:\.\d+)?)(?![\w.]*[%/]?\w)"
+# English words whole: "close" holds no "lose", "twins" no "wins"
+WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
+LOSS_WORDS = r"败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b"
+# ASCII word boundaries: a CJK neighbour is a boundary ("奖励为1", "失败为0")
+_SIGNED = r"(?<![A-Za-z0-9_.])([-+]?\d+(?:\.\d+)?)(?![A-Za-z0-9_.]*[%/]?[A-Za-z0-9_])"
 
 
 @dataclass
@@ -76,20 +78,32 @@ class Facts:
         return self.src.text
 
     def use(self, found: Found | None) -> Any:
-        """Mark a found value as placed in the TaskSpec and return its value (None stays None)."""
+        """Mark a found value (and its restatements) as placed in the TaskSpec and return its value (None stays
+        None)."""
         if found is None:
             return None
-        self.src.mark(found.start, found.end)
+        for start, end in [(found.start, found.end), *found.repeats]:
+            self.src.mark(start, end)
         return found.value
 
     def find(self, *patterns: str) -> Found | None:
         """The first match of the first pattern that matches, as a number (its first non-empty group); not
-        marked: pass it to `use` once it is placed."""
+        marked: pass it to `use` once it is placed. Other matches of the patterns that state the same value
+        ("8 players, 2 of whom are spies. The two spies share ...") are its `repeats`, placed with it; a match
+        with another value stays unmarked, so it is reported."""
+        first: Found | None = None
         for pattern in patterns:
             m = self.src.search(pattern, mark=False)
             if m:
-                return Found(to_int(next(g for g in m.groups() if g is not None)), *m.span())
-        return None
+                first = Found(_number(m), *m.span())
+                break
+        if first is None:
+            return None
+        for pattern in patterns:
+            for m in self.src.finditer(pattern):
+                if "\n" not in m.group().strip() and m.span() != (first.start, first.end) and _number(m) == first.value:
+                    first.repeats.append(m.span())
+        return first
 
     @property
     def model_path(self) -> str | None:
@@ -98,6 +112,10 @@ class Facts:
     def server_path(self, index: int) -> Found | None:
         s = self.servers.get(index)
         return s.path if s else None
+
+
+def _number(m: re.Match) -> int:
+    return to_int(next(g for g in m.groups() if g is not None))
 
 
 def model_paths(src: SpecText) -> list[Found]:
@@ -160,7 +178,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
     and the numbers are paired in order ("reward 1 for the winners, 0 for the losers", "胜者奖励 1，败者 0",
     "win/loss rewards are 1/0")."""
     win = loss = None
-    for start, end in src.clauses():
+    for start, end in _wrapped(src):
         clause = src.text[start:end]
         if not re.search(WIN_WORDS + "|" + LOSS_WORDS, clause, re.IGNORECASE):
             continue
@@ -193,6 +211,18 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
     return win, loss
 
 
+def _wrapped(src: SpecText) -> list[tuple[int, int]]:
+    """The clauses, with a line that ends in a comma joined to the next one: a spec wrapped by hand
+    ("Winners get reward 1,\\nlosers 0.") keeps its reward sentence whole."""
+    out: list[tuple[int, int]] = []
+    for start, end in src.clauses():
+        if out and src.text[out[-1][0]:out[-1][1]].rstrip().endswith((",", "，")):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 def modes(src: SpecText) -> tuple[list[str], list[str]]:
     """(modes asked for with 'only', modes excluded with 'no / not needed / 不需要')."""
     only, excluded = [], []
@@ -220,8 +250,9 @@ def extract(text: str) -> Facts:
     facts.rounds = facts.find(rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)",
                               rf"(?:max[\s_-]*)?(?:rounds?|轮数)\s*[:：=]?\s*(?:at most|up to|最多)?\s*{NUM}")
     facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)")
-    facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|生成|造)\D{{0,12}}?{NUM}\s*"
-                                  rf"(?:games|tasks|paragraphs|对局|局|个任务|条|段))")
+    facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|simulate|生成|造|模拟)\D{{0,12}}?{NUM}\s*"
+                                  rf"(?:games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|"
+                                  rf"examples|对局|局|个任务|条|段|对|句))")
     facts.static_models = static_models(src)
     static_spans = [(pos, pos + len(m.name)) for pos, m in facts.static_models]
     size = next((m for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Numbers as digits, Chinese numerals or English words ("8", "八", "十六", "两百", "eight", "thirty-two",
@@ -63,6 +63,7 @@ class Found:
     value: Any
     start: int
     end: int
+    repeats: list[tuple[int, int]] = field(default_factory=list)  # other spans stating the same value
 
 
 def to_int(word: str) -> int:
