@@ -96,3 +96,32 @@ def test_until():
     for bad in ("steps:0", "first", "signal"):
         with pytest.raises(ConfigError):
             parse_until(bad)
+
+
+def test_static_notes_name_exactly_the_unset_env_vars(monkeypatch):
+    """An opponent whose URL comes from an env var: the note names the URL's and the key's variables that are
+    unset (not only the key), and a model with no endpoint at all gets no note (it is local by design)."""
+    from vibe_rl.autopilot.plan import static_notes
+    from vibe_rl.schema.job import StaticModel
+    from vibe_rl.schema.spec import Server
+
+    models = [StaticModel(name="qwen-plus", base_url_env="SPY_OPPONENT_BASE_URL", api_key_env="SPY_OPPONENT_API_KEY"),
+              StaticModel(name="opponent")]
+    spec = TaskSpec.model_construct(static_models=models)
+    server = Server(name="server1", port=10086, model_path="tiny", gpus=1, config="config.yaml",
+                    url_env="VIBE_RL_SWARM_URL", static_models=["qwen-plus", "opponent"])
+    for env in ("SPY_OPPONENT_BASE_URL", "SPY_OPPONENT_API_KEY"):
+        monkeypatch.delenv(env, raising=False)
+    notes: list[str] = []
+    static_notes(spec, server, notes)
+    assert notes == ["static model 'qwen-plus': SPY_OPPONENT_BASE_URL and SPY_OPPONENT_API_KEY are not set, so "
+                     "server server1 serves it with a frozen local copy of its own model"]
+    monkeypatch.setenv("SPY_OPPONENT_API_KEY", "k")
+    notes.clear()
+    static_notes(spec, server, notes)
+    assert notes == ["static model 'qwen-plus': SPY_OPPONENT_BASE_URL is not set, so server server1 serves it "
+                     "with a frozen local copy of its own model"]
+    monkeypatch.setenv("SPY_OPPONENT_BASE_URL", "http://127.0.0.1:9/v1")
+    notes.clear()
+    static_notes(spec, server, notes)
+    assert notes == []

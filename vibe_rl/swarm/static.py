@@ -33,11 +33,27 @@ def upstream_of(model: StaticModel) -> tuple[str | None, str | None]:
     return url.rstrip("/"), key
 
 
+def unset_vars(model: StaticModel) -> list[str]:
+    """The env vars of a static model with a configured endpoint that are unset now (its URL's, its key's), so
+    that it is served locally; [] when it is forwarded or has no endpoint at all."""
+    if not (model.base_url or model.base_url_env) or upstream_of(model) != (None, None):
+        return []
+    return [env for env in (None if model.base_url else model.base_url_env, model.api_key_env)
+            if env and not os.environ.get(env)]
+
+
 def local_notes(models: list[StaticModel]) -> list[str]:
-    """One note per static model that will be served by a frozen local copy although a URL was configured."""
-    return [f"static model {m.name!r}: {m.api_key_env} is not set, so it is served by a frozen local copy of "
-            f"{m.local_path or 'the trainable model'}; export {m.api_key_env} and restart to use {m.base_url or m.base_url_env}"
-            for m in models if (m.base_url or m.base_url_env) and upstream_of(m) == (None, None)]
+    """One note per static model that will be served by a frozen local copy although a URL was configured,
+    naming exactly the env vars that are unset."""
+    notes = []
+    for m in models:
+        unset = unset_vars(m)
+        if unset:
+            names = " and ".join(unset)
+            notes.append(f"static model {m.name!r}: {names} {'is' if len(unset) == 1 else 'are'} not set, so it is "
+                         f"served by a frozen local copy of {m.local_path or 'the trainable model'}; export {names} "
+                         "and restart to call the real model")
+    return notes
 
 
 class StaticRouter:
