@@ -18,7 +18,7 @@ from vibe_rl.engine.memory import server_fit
 from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
 from vibe_rl.swarm.auth import ENV_TOKEN_FILE, TOKEN_FILE_NAME, ensure_token_file
-from vibe_rl.swarm.static import unset_vars
+from vibe_rl.swarm.static import local_note
 
 # On a CPU machine a server's job is capped at these values: a config value that is already smaller is
 # kept, and a key the user sets with --set is left to the user.
@@ -163,9 +163,7 @@ def static_notes(spec: TaskSpec, server, notes: list[str]) -> None:
     """Say up front which static opponents the server will serve locally (their URL's or key's env var is
     unset)."""
     for m in spec.static_models:
-        unset = unset_vars(m) if m.name in server.static_models else []
-        if unset:
-            names = " and ".join(unset)
-            notes.append(f"static model {m.name!r}: {names} {'is' if len(unset) == 1 else 'are'} not set, so server "
-                         f"{server.name} serves it with a frozen local copy of "
-                         f"{m.local_path or 'its own model'}")
+        note = local_note(m, f"server {server.name} serves it with", "its own model", hint=False) \
+            if m.name in server.static_models else None
+        if note:
+            notes.append(note)

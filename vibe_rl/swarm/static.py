@@ -42,18 +42,22 @@ def unset_vars(model: StaticModel) -> list[str]:
             if env and not os.environ.get(env)]
 
 
+def local_note(model: StaticModel, served: str = "it is served by", copy_of: str = "the trainable model",
+               hint: bool = True) -> str | None:
+    """The note for a static model with a configured endpoint that a frozen local copy will serve (its URL's or
+    key's env var is unset), naming exactly the unset variables; None when it is forwarded or has no endpoint."""
+    unset = unset_vars(model)
+    if not unset:
+        return None
+    names = " and ".join(unset)
+    return (f"static model {model.name!r}: {names} {'is' if len(unset) == 1 else 'are'} not set, so {served} a "
+            f"frozen local copy of {model.local_path or copy_of}"
+            + (f"; export {names} and restart to call the real model" if hint else ""))
+
+
 def local_notes(models: list[StaticModel]) -> list[str]:
-    """One note per static model that will be served by a frozen local copy although a URL was configured,
-    naming exactly the env vars that are unset."""
-    notes = []
-    for m in models:
-        unset = unset_vars(m)
-        if unset:
-            names = " and ".join(unset)
-            notes.append(f"static model {m.name!r}: {names} {'is' if len(unset) == 1 else 'are'} not set, so it is "
-                         f"served by a frozen local copy of {m.local_path or 'the trainable model'}; export {names} "
-                         "and restart to call the real model")
-    return notes
+    """One note per static model that will be served by a frozen local copy although a URL was configured."""
+    return [note for note in map(local_note, models) if note]
 
 
 class StaticRouter:
