@@ -28,7 +28,8 @@ def admin_headers(url: str) -> dict:
     token = os.environ.get("VIBE_RL_SWARM_TOKEN", "").strip()
     path = os.environ.get("VIBE_RL_SWARM_TOKEN_FILE")
     parts = urllib.parse.urlsplit(url)
-    if not token and not path and (parts.hostname or "") in ("127.0.0.1", "localhost", "::1"):
+    host = (parts.hostname or "").lower()
+    if not token and not path and (host in ("localhost", "::1", "localhost.localdomain") or host.startswith("127.")):
         cache = os.environ.get("VIBE_RL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "vibe-rl")
         path = os.path.join(cache, "swarm-tokens", f"port-{parts.port or 80}")
     if not token and path:

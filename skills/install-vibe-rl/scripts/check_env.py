@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python   {sys.version.split()[0]} ({sys.executable}){'' if ok else '  <- vibe-rl needs 3.10+'}")
     for tool in ("uv", "tmux", "node", "npx", "vibe-rl", "nvidia-smi"):
         path = shutil.which(tool)
-        version = run([tool, "--version"]) if path and tool != "nvidia-smi" else None
+        version = run([tool, "-V" if tool == "tmux" else "--version"]) if path and tool != "nvidia-smi" else None
         print(f"{tool:8} {(version or 'found').splitlines()[0] + ' (' + path + ')' if path else 'missing'}")
     torch = run([sys.executable, "-c", TORCH_PROBE])
     if torch:
@@ -51,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     if gpus and torch and torch.split()[1] == "cpu":
         print("advice   GPUs present but torch is a CPU build: install a pinned CUDA torch in a fresh venv")
     elif gpus:
-        print("advice   GPU path: uv pip install torch==<pinned>; uv pip install -e '.[train]'")
+        print("advice   GPU path: uv pip install torch==<pinned>; uv pip install -e '<clone>[train,autopilot]'")
     else:
-        print("advice   CPU path: pinned CPU torch first, then uv pip install -e '.[train,dev]'; use model 'tiny'")
+        print("advice   CPU path: pinned CPU torch first (--index-url https://download.pytorch.org/whl/cpu), "
+              "then uv pip install -e '<clone>[train,autopilot]'; use model 'tiny'")
     return 0
 
 

@@ -45,7 +45,7 @@ def problems(ids: list[str | None], batch_size: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", help="JSON file holding a list of task objects")
     parser.add_argument("--key", default="seed", help="field used when a row has no task_id (default: seed)")
     parser.add_argument("--batch-size", type=int, default=1, help="tasks per weight update (default: 1)")
