@@ -12,10 +12,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vibe_rl.planner.counts import read_count
 from vibe_rl.planner.fields import IS as _IS
 from vibe_rl.planner.fields import read_fields, unplaced_notes
 from vibe_rl.planner.servers import GpuFacts, ServerFacts, gpu_facts, server_facts
-from vibe_rl.planner.text import MODEL_NAME, NUM, Found, SpecText, to_int
+from vibe_rl.planner.text import MODEL_NAME, NUM, Found, SpecText
 from vibe_rl.schema.job import StaticModel
 
 # Static models people name in specs: pattern -> (base_url, api_key_env).
@@ -72,6 +73,7 @@ class Facts:
     modes_named: list[str] = field(default_factory=list)  # modes the spec mentions at all
     static_models: list[tuple[int, StaticModel]] = field(default_factory=list)  # (position in text, model)
     notes: list[str] = field(default_factory=list)
+    claimed: list[tuple[int, int]] = field(default_factory=list)  # numbers a count (`find`) read
 
     @property
     def text(self) -> str:
@@ -87,23 +89,11 @@ class Facts:
         return found.value
 
     def find(self, *patterns: str) -> Found | None:
-        """The first match of the first pattern that matches, as a number (its first non-empty group); not
-        marked: pass it to `use` once it is placed. Other matches of the patterns that state the same value
-        ("8 players, 2 of whom are spies. The two spies share ...") are its `repeats`, placed with it; a match
-        with another value stays unmarked, so it is reported."""
-        first: Found | None = None
-        for pattern in patterns:
-            m = self.src.search(pattern, mark=False)
-            if m:
-                first = Found(_number(m), *m.span())
-                break
-        if first is None:
-            return None
-        for pattern in patterns:
-            for m in self.src.finditer(pattern):
-                if "\n" not in m.group().strip() and m.span() != (first.start, first.end) and _number(m) == first.value:
-                    first.repeats.append(m.span())
-        return first
+        """The count the patterns read (vibe_rl.planner.counts.read_count): the first reading, with its
+        restatements of the same value as `repeats` (placed with it); not marked: pass it to `use` once it is
+        placed. Two different values are a PlannerError naming both; a number an earlier `find` read is not
+        read again."""
+        return read_count(self.src, patterns, self.claimed)
 
     @property
     def model_path(self) -> str | None:
@@ -112,10 +102,6 @@ class Facts:
     def server_path(self, index: int) -> Found | None:
         s = self.servers.get(index)
         return s.path if s else None
-
-
-def _number(m: re.Match) -> int:
-    return to_int(next(g for g in m.groups() if g is not None))
 
 
 def model_paths(src: SpecText) -> list[Found]:

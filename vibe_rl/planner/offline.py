@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from vibe_rl.errors import PlannerError, TemplateError
 from vibe_rl.planner.common import check_gpu_budget
 from vibe_rl.planner.corrections import apply_corrections
+from vibe_rl.planner.counts import rewrite_counts
 from vibe_rl.planner.facts import extract
 from vibe_rl.planner.nodes import rewrite_nodes
 from vibe_rl.planner.numbers import rewrite_grouped, rewrite_scientific
@@ -122,6 +123,8 @@ class OfflinePlanner:
         text, layout = expand_terse(text)
         text, notes = fix_typos(text)
         notes[:0] = layout
+        text, phrased = rewrite_counts(text)
+        notes += phrased
         text, scientific = rewrite_scientific(text)
         text, grouped = rewrite_grouped(text)
         text, nodes = rewrite_nodes(text)
