@@ -5,6 +5,7 @@ two bugs (one task_id for every episode; a spy on the civilians' model) and see 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -90,3 +91,57 @@ def test_watch_status_gives_up_when_no_server_answers():
     port = free_port()
     result = _script(DEBUG / "watch_status.py", "--url", f"http://127.0.0.1:{port}", "--once")
     assert result.returncode == 2 and "no answer" in result.stdout
+
+
+def _monitoring_table() -> dict[str, list[str]]:
+    """monitoring.md's status table: key -> the code spans of its meaning."""
+    text = (DEBUG.parent / "references" / "monitoring.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.split("## The status endpoint", 1)[1].split("\n## ", 1)[0].splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            for key in re.findall(r"`([^`]+)`", cells[0]):
+                rows[key] = re.findall(r"`([^`]+)`", cells[1])
+    return rows
+
+
+def test_monitoring_md_names_the_real_status_and_traces_fields(server):
+    """Every status key, pool/task/episode/update field, state and traces field that monitoring.md lists is in
+    what a real server answers (with a finished update, a pooled task and a running episode)."""
+    from vibe_rl.schema import RolloutConfig, TrainConfig, TrainJob
+    from vibe_rl.swarm import SwarmClient, Task, serving, updater
+
+    swarm = SwarmClient(server)
+    swarm.auto_sync_train_config_and_start_engine(
+        TrainJob(train=TrainConfig(batch_size=2, grpo_n=2, lr=1e-3), rollout=RolloutConfig(max_tokens=3)))
+    for task_id in ("1", "2"):
+        for reward in (0.0, 1.0):
+            _play(swarm, Task(task_id=task_id), reward, spy_model="opponent")
+    deadline = time.monotonic() + 600
+    while swarm.get_engine_status()["global_step"] < 1 and time.monotonic() < deadline:
+        time.sleep(1)
+    _play(swarm, Task(task_id="3"), 1.0, spy_model="opponent")  # a task in the pool after the update
+    open_uuid, _ = swarm.begin_episode(discard_episode_timeout=300)  # a running episode
+    try:
+        status = swarm.get_engine_status()
+        calls = swarm.get_traces()["calls"]
+    finally:
+        swarm.abort_episode(open_uuid)
+    assert status["global_step"] >= 1 and status["tasks"] and status["running_episodes"], status
+
+    rows = _monitoring_table()
+    assert len(rows) >= 10, rows
+    assert set(rows) <= set(status), f"monitoring.md names status keys the server lacks: {set(rows) - set(status)}"
+    fields = {"pool": status["pool"], "running_episodes": status["running_episodes"][0],
+              "tasks": status["tasks"][0], "last_update": status["last_update"]}
+    for key, answer in fields.items():
+        named = {s for s in rows[key] if re.fullmatch(r"[a-z_]+", s)}
+        assert named, f"no fields found for {key}"
+        assert named <= set(answer), f"monitoring.md: {key} has no {sorted(named - set(answer))}"
+    states = {serving.OFFLINE, serving.BOOTING, updater.ROLLING, updater.WEIGHT_SYNCING}
+    named_states = {s for s in rows["state"] if re.fullmatch(r"[A-Z_]+", s)}
+    assert named_states == states, f"monitoring.md's states {named_states} != the server's {states}"
+
+    text = (DEBUG.parent / "references" / "monitoring.md").read_text(encoding="utf-8")
+    shown = re.search(r'\{"calls": \[\{(.*?)\}\]\}', text).group(1)
+    assert calls and set(re.findall(r'"(\w+)"', shown)) == set(calls[0]), calls[0]
