@@ -39,8 +39,13 @@ def validation_error(errors: list[dict[str, Any]]) -> ApiError:
 def _validation_message(errors: list[dict[str, Any]]) -> tuple[str, str | None, str]:
     first = errors[0] if errors else {}
     if first.get("type") == "json_invalid":
-        return (f"Malformed JSON body: {first.get('ctx', {}).get('error', 'cannot parse')}. "
-                "Send a JSON object with Content-Type: application/json.", None, "invalid_json")
+        error = str(first.get("ctx", {}).get("error", "cannot parse"))
+        hint = ("Send a JSON object with Content-Type: application/json." if not any(
+            w in error for w in ("escape", "surrogate", "unicode")) else
+            "A string holds bytes or an escape that is not Unicode text (e.g. a lone UTF-16 surrogate such as \\ud800, "
+            "left by text cut mid-character): send UTF-8, and clean such text first (Python: "
+            "text.encode('utf-8', 'replace').decode()).")
+        return f"Malformed JSON body: {error}. {hint}", None, "invalid_json"
     parts, param = [], None
     for err in errors[:5]:
         loc = [str(x) for x in err.get("loc", ()) if x != "body"]
@@ -134,13 +139,22 @@ def build_app(config: ServerConfig, token: str | None = None) -> Any:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Any, exc: StarletteHTTPException) -> JSONResponse:
+        path, headers = request.url.path, dict(exc.headers or {})
         if exc.status_code == 404:
-            message = (f"No route {request.method} {request.url.path}. The swarm server serves /v1/chat/completions, "
+            message = (f"No route {request.method} {path}. The swarm server serves /v1/chat/completions, "
                        "/v1/completions, /v1/models, /episode/{begin,end,abort}, /control/{start,status,stop,updates,traces,ui}, "
-                           "/healthz (docs/client.md, 'The HTTP endpoints').")
+                       "/healthz (docs/client.md, 'The HTTP endpoints').")
+            tidy = "/" + "/".join(p for p in path.split("/") if p)
+            if tidy != path:
+                message += f" Did you mean {tidy}? (no doubled or trailing slash: join base_url and path with one '/')"
+        elif exc.status_code == 405:
+            allow = headers.get("Allow") or headers.get("allow") or "another method"
+            message = f"{path} takes {allow}, not {request.method}."
         else:
             message = str(exc.detail)
-        return envelope(ApiError(exc.status_code, message, code=f"http_{exc.status_code}"))
+        err = ApiError(exc.status_code, message, code="method_not_allowed" if exc.status_code == 405
+                       else f"http_{exc.status_code}")
+        return JSONResponse(err.body(), status_code=err.status, headers={**headers, **err.headers()})
 
     @app.exception_handler(Exception)
     async def _crash(request: Any, exc: Exception) -> JSONResponse:

@@ -2,7 +2,8 @@
 
 Each check raises `ApiError(400)` naming the field and the limit (the limits live in
 `ServerConfig`: max_abs_reward, max_task_id_chars, max_metadata_bytes, max_messages,
-max_discard_timeout). Request size (413) and content type are checked earlier, by `guard.py`.
+max_discard_timeout), or 503 when max_running_episodes are open. Request size (413) and
+content type are checked earlier, by `guard.py`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,16 @@ def check_discard_timeout(cfg: ServerConfig, timeout: float | None) -> None:
     if timeout is not None and not (math.isfinite(timeout) and 0 < timeout <= cap):
         raise ApiError(400, f"discard_episode_timeout must be a finite number of seconds in (0, {cap:g}]; got "
                             f"{timeout!r}.", code="invalid_request", param="discard_episode_timeout")
+
+
+def check_running(cfg: ServerConfig, running: int) -> None:
+    """Episodes begun and never ended hold memory until their idle timeout: at most max_running_episodes."""
+    if running >= cfg.max_running_episodes:
+        raise ApiError(503, f"{running} episodes are running, the most this server keeps open "
+                            "(ServerConfig.max_running_episodes). End or abort the episodes you no longer play "
+                            "(ep.end / ep.abort; POST /episode/end or /episode/abort): one left open is kept until "
+                            f"its idle timeout discards it ({cfg.default_discard_timeout:g} s unless begun with "
+                            "another).", code="too_many_running_episodes")
 
 
 def check_messages(cfg: ServerConfig, req: ChatCompletionRequest) -> None:

@@ -44,6 +44,9 @@ class ServerConfig(BaseModel):
     max_task_id_chars: int = Field(default=256, ge=1, description="Longest task_id accepted by end (else 400)")
     max_metadata_bytes: int = Field(default=256 * 1024, ge=0,
                                     description="Largest task + output metadata of one end, as JSON (else 400)")
+    max_running_episodes: int = Field(default=16_384, ge=1, description=(
+        "Most episodes begun and not yet ended, aborted or discarded; a begin beyond it is refused (503 "
+        "too_many_running_episodes), so a client that never ends its episodes cannot grow the server's memory"))
     max_abs_reward: float = Field(default=1e6, gt=0, description="Rewards must satisfy |r| <= this (else 400)")
     max_discard_timeout: float = Field(default=7 * 86400.0, gt=0,
                                        description="Largest discard_episode_timeout a begin may ask for (else 400)")

@@ -9,7 +9,8 @@ request, so control routes, hot routes and unknown routes are checked alike:
   some. A browser's `Origin`, when sent, must pass the same test (a wildcard bind
   accepts only the request's own Host as Origin). This stops DNS-rebinding pages.
 - A POST with a body must say `Content-Type: application/json` (a cross-site form or
-  `text/plain` "simple request" is refused with 415) and stay under `max_body_bytes` (413).
+  `text/plain` "simple request" is refused with 415), come uncompressed (any Content-Encoding
+  but identity: 415) and stay under `max_body_bytes` (413).
 - `/control/*` and `/episode/begin` need the admin token (`Authorization: Bearer T`
   or `x-vibe-rl-token: T`); `/v1/models` needs the admin token or an episode key this server issued.
   `/episode/end|abort` and chat calls are checked by the serving layer (the episode's key,
@@ -78,6 +79,10 @@ class Guard:
             has_body = header(scope, b"transfer-encoding") is not None or (length not in (None, "0"))
             if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
                 return self.too_large()
+            coding = (header(scope, b"content-encoding") or "identity").strip().lower()
+            if has_body and coding != "identity":  # read as JSON it would be "malformed" bytes
+                return ApiError(415, f"Content-Encoding {coding!r} is not served: send the JSON body uncompressed "
+                                     "(drop the Content-Encoding header).", code="unsupported_media_type")
             ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
             if has_body and ctype != "application/json" and not ctype.endswith("+json"):
                 return ApiError(415, f"POST bodies must be JSON: send Content-Type: application/json "

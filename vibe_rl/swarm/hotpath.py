@@ -178,6 +178,8 @@ class HotPath:
                                                              "swarm.episode(task), or begin_episode's; keys of a "
                                                              "restarted server no longer work) or the admin token.",
                                                              code="invalid_api_key"))
+        if handler is None and scope["method"] == "HEAD":  # a GET route's headers, as HTTP has HEAD answer
+            return await self.app({**scope, "method": "GET"}, receive, _headers_only(send))
         if handler is None and scope["method"] != "POST":
             return await self.app(scope, receive, send)
         if handler is not None and scope["method"] != "POST":
@@ -219,6 +221,16 @@ class HotPath:
         async for chunk in result:  # SSE chunks, sent as the engine samples the tokens
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
+
+
+def _headers_only(send: Any) -> Any:
+    """A `send` that passes the response's start and drops its body (the answer to a HEAD request)."""
+    async def head_send(message: dict) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return head_send
 
 
 def _replay(raw: bytes) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from vibe_rl.schema import Task, TrainJob, WorkflowOutput
 
@@ -20,6 +20,26 @@ def _stop_list(stop: str | list[str] | None) -> list[str]:
     if stop is None:
         return []
     return [s for s in ([stop] if isinstance(stop, str) else stop) if s]
+
+
+def _null_is_unset(cls: type[BaseModel], data: Any) -> Any:
+    """OpenAI reads `null` in an optional request field as "not set" (clients that build bodies from None
+    defaults send `"n": null, "stream": null`), so a null optional field takes its default here too."""
+    if not isinstance(data, dict):
+        return data
+    fields = cls.model_fields
+    return {k: v for k, v in data.items() if v is not None or k not in fields or fields[k].is_required()}
+
+
+class _OpenAIRequest(BaseModel):
+    """An OpenAI request body: unknown fields are kept (and reported), a null optional field is unset."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls(cls, data: Any) -> Any:
+        return _null_is_unset(cls, data)
 
 
 class ChatMessage(BaseModel):
@@ -47,11 +67,9 @@ class StreamOptions(BaseModel):
     include_usage: bool = Field(default=False, description="Send a last chunk with token usage")
 
 
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(_OpenAIRequest):
     """`POST /v1/chat/completions`. docs/openai-compat.md says, field by field, what is served, refused
     (400) or ignored; `vibe_rl.swarm.openai_compat` enforces it."""
-
-    model_config = ConfigDict(extra="allow")
 
     model: str = Field(description="The served trainable model name, or a configured static model name")
     messages: list[ChatMessage] = Field(min_length=1, description="The conversation so far")
@@ -82,10 +100,8 @@ class ChatCompletionRequest(BaseModel):
         return _stop_list(self.stop)
 
 
-class CompletionRequest(BaseModel):
+class CompletionRequest(_OpenAIRequest):
     """`POST /v1/completions` (legacy text completions) on the trainable model; see docs/openai-compat.md."""
-
-    model_config = ConfigDict(extra="allow")
 
     model: str = Field(description="The served trainable model name")
     prompt: str | list[str] | list[int] | list[list[int]] = Field(
@@ -130,11 +146,44 @@ class BeginEpisodeResponse(BaseModel):
     model: str = Field(description="Model name of the trainable model")
 
 
+OUTPUT_KEYS = ("reward", "metadata")
+
+
+def output_extras_in_metadata(data: Any) -> Any:
+    """`{"reward": r, "winner": "a"}` -> `{"reward": r, "metadata": {"winner": "a"}}`: an output key other than
+    reward and metadata is kept in the metadata (as `Task` keeps its extra keys), never dropped."""
+    if not isinstance(data, dict) or not isinstance(data.get("metadata") or {}, dict):
+        return data  # not an object, or metadata that is not one: their own validation errors say so
+    extra = {k: v for k, v in data.items() if k not in OUTPUT_KEYS}
+    if not extra:
+        return data
+    metadata = data.get("metadata") or {}
+    both = sorted(set(extra) & set(metadata))
+    if both:
+        raise ValueError(f"{both} given both beside reward and in metadata; keep each key once (output keys other "
+                         "than reward and metadata are kept in metadata)")
+    return {**{k: data[k] for k in OUTPUT_KEYS if k in data}, "metadata": {**metadata, **extra}}
+
+
 class EndEpisodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     episode_uuid: str = Field(description="From begin_episode")
     task: Task = Field(description="The task; its task_id is the GRPO group")
-    output: WorkflowOutput = Field(description="Reward and metadata of the episode")
+    output: WorkflowOutput = Field(description="Reward and metadata of the episode; other keys join the metadata")
+
+    @field_validator("task", mode="before")
+    @classmethod
+    def _task_id_is_text(cls, data: Any) -> Any:
+        task_id = data.get("task_id") if isinstance(data, dict) else None
+        if isinstance(task_id, (bool, list, dict)):  # str() would make a group key of 'True' or '[1, 2]'
+            raise ValueError(f"task_id must be a string (or a number, taken as text), got {type(task_id).__name__} "
+                             f"{str(task_id)[:80]}; send the task's stable id, e.g. str(seed)")
+        return data
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _extras(cls, data: Any) -> Any:
+        return output_extras_in_metadata(data)
 
 
 class AbortEpisodeRequest(BaseModel):

@@ -259,6 +259,7 @@ class SwarmServing(UpdateLoop):
         bounds.check_discard_timeout(self.config, discard_timeout)
         if self.state != ROLLING:
             raise self._not_ready("swarm.episode / begin_episode")
+        bounds.check_running(self.config, len(self.registry))
         ep = self.registry.open(discard_timeout or self.config.default_discard_timeout, kind)
         return BeginEpisodeResponse(episode_uuid=ep.uuid, base_url=base_url, api_key=ep.api_key,
                                     model=self.model_name)
