@@ -46,6 +46,18 @@ def test_null_optional_fields_take_their_defaults_as_openai_does(shared_server):
         assert ep.end(0.5).llm_calls == 2
 
 
+def test_an_empty_list_of_content_parts_is_refused_like_openai_does(shared_server):
+    with SwarmClient(shared_server.url) as swarm, swarm.episode(Task(task_id="parts"), timeout=60) as ep:
+        chat = ep.openai().chat.completions
+        with pytest.raises(openai.BadRequestError) as info:
+            chat.create(model=ep.model, messages=[{"role": "system", "content": "be brief"}, {"role": "user", "content": []}])
+        assert info.value.body["param"] == "messages[1].content" and "at least one text part" in info.value.body[
+            "message"], info.value.body
+        reply = chat.create(model=ep.model, messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+        assert reply.choices[0].message.content is not None
+        assert ep.end(0.5).llm_calls == 1  # only the served call is recorded
+
+
 def test_output_keys_beside_the_reward_are_kept_in_metadata(shared_server):
     url = shared_server.url
     with SwarmClient(url) as swarm:

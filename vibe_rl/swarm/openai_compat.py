@@ -78,6 +78,9 @@ def check_message_shapes(req: ChatCompletionRequest) -> None:
             article = "an" if m.role[0] in "aeiou" else "a"
             raise _bad(f"messages[{i}].content", f"{article} {m.role} message needs content, {needs}; got {given}. Send "
                        "\"\" if the turn is really empty")
+        if m.content == [] and not (m.role == "assistant" and m.tool_calls):  # OpenAI refuses it too (min length 1)
+            raise _bad(f"messages[{i}].content", "an empty list of content parts; send at least one text part "
+                       "({'type': 'text', 'text': '...'}), or \"\" if the turn is really empty")
         for k, part in enumerate(m.content if isinstance(m.content, list) else []):
             kind = part.get("type", "text")
             if kind != "text":
