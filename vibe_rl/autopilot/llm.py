@@ -39,7 +39,7 @@ class OpenAIFixLLM:
         return reply.choices[0].message.content or ""
 
     def describe(self) -> str:
-        host = urlparse(self.base_url).netloc if self.base_url else "api.openai.com"
+        host = _host(self.base_url) if self.base_url else "api.openai.com"
         return f"openai:{self.model} @ {host}"
 
 
@@ -55,13 +55,23 @@ class AnthropicFixLLM:
         return "".join(getattr(block, "text", "") for block in reply.content)
 
     def describe(self) -> str:
-        host = urlparse(self.base_url).netloc if self.base_url else "api.anthropic.com"
+        host = _host(self.base_url) if self.base_url else "api.anthropic.com"
         return f"anthropic:{self.model} @ {host}"
+
+
+def _host(url: str) -> str:
+    """host[:port] of a base URL, never the user:password@ a URL may carry (a secret)."""
+    parsed = urlparse(url)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    return f"{parsed.hostname or '?'}{f':{port}' if port else ''}"
 
 
 def llm_from_env(env: Mapping[str, str] | None = None) -> FixLLM | None:
     """The configured fix LLM, or None when no provider is configured."""
-    env = os.environ if env is None else env
+    env = {k: v.strip() for k, v in (os.environ if env is None else env).items() if v.strip()}  # blank = unset
     provider = (env.get("VIBE_RL_FIX_PROVIDER") or "").strip().lower()
     if not provider:
         if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):

@@ -60,7 +60,7 @@ class TmuxSessions:
     """Start, read and stop named tmux sessions (optionally on a private tmux socket)."""
 
     def __init__(self, socket_name: str | None = None):
-        self.socket_name = socket_name or os.environ.get("VIBE_RL_TMUX_SOCKET") or None
+        self.socket_name = socket_name or os.environ.get("VIBE_RL_TMUX_SOCKET", "").strip() or None
         libtmux = require("libtmux", "the tmux sessions of `vibe-rl run`")
         if not shutil.which("tmux"):
             raise SessionError("tmux is not installed: install it (e.g. apt-get install tmux), then rerun")

@@ -28,7 +28,7 @@ from vibe_rl.errors import VibeRLError
 
 MARKER = ".vibe-rl-venv.json"
 LIGHT = ["pydantic", "pyyaml", "httpx", "openai", "typer", "rich", "jinja2"]
-TORCH_VERSION = os.environ.get("VIBE_RL_TORCH", "2.13.0")
+TORCH_VERSION = os.environ.get("VIBE_RL_TORCH", "").strip() or "2.13.0"  # blank: the default
 WHEEL_DIRS = [Path("/opt/wheels")]
 
 

@@ -68,6 +68,21 @@ def check_token_env() -> None:
                               "(<experiment dir>/swarm.token) or unset it.")
 
 
+def check_url(url: str, option: str = "--url") -> None:
+    """A server URL must be http(s)://host[:port]; a bare host:port or a blank value is named with the fix."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"{option} {url!r} is not a server URL. Pass it with its scheme, e.g. {option} "
+                          "http://127.0.0.1:10086 (what `vibe-rl swarm start` prints).")
+    try:
+        parsed.port
+    except ValueError:
+        raise ConfigError(f"{option} {url!r} has an invalid port. Use a port from 1 to 65535, e.g. {option} "
+                          "http://127.0.0.1:10086.") from None
+
+
 def option_error(exc: ValidationError, options: dict[str, str]) -> ConfigError:
     """The first error of a config built from command-line options, as 'OPTION VALUE: what is wrong'."""
     err = exc.errors()[0]
@@ -88,6 +103,35 @@ def check_project(project: Path) -> None:
     if not (project / SPEC_FILE).is_file():
         raise ConfigError(f"{project} has no {SPEC_FILE}, so it is not a vibe-rl project. Pass the project folder, "
                           f"re-create it with `vibe-rl new`, or write one (`vibe-rl schema taskspec` shows its fields).")
+    check_spec(project)
+
+
+def check_spec(project: Path) -> None:
+    """task_spec.json must be a valid TaskSpec without unknown keys (a misspelt one would be dropped silently);
+    one line names what is wrong and how to find the rest."""
+    import json
+
+    from vibe_rl.autopilot.report import compact_errors
+    from vibe_rl.config import unknown_keys
+    from vibe_rl.schema.spec import SPEC_FILE, TaskSpec
+
+    path = project / SPEC_FILE
+    fix = (f"Fix it (`vibe-rl doctor {project}` lists every problem, `vibe-rl schema taskspec` every field) or "
+           "re-create the project with `vibe-rl new`.")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text. {fix}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}). {fix}") from None
+    try:
+        TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{path} is not a valid TaskSpec: {compact_errors(str(exc)).strip()}. {fix}") from None
+    unknown = unknown_keys(TaskSpec, data)
+    if unknown:
+        raise ConfigError(f"{path} has unknown key(s): {', '.join(unknown[:10])} (misspelt? they would be "
+                          f"ignored and their defaults used). {fix}")
 
 
 def check_overrides(overrides: list[str], option: str = "--set") -> None:

@@ -55,6 +55,12 @@ def register(app: typer.Typer) -> None:
         if len(given) != 1:
             raise PlannerError('Give exactly one of: the spec as an argument, --spec-file FILE, or --plan '
                                'task_spec.json, e.g. vibe-rl new "who is spy, 8 GPUs, batch size 16".')
+        if plan_file is not None:  # options that only steer planning would be dropped silently
+            ignored = [opt for opt, given_ in (("--family", family is not None), ("--planner", planner != "auto"),
+                                               ("--rules-rounds", rules_rounds != 3)) if given_]
+            if ignored:
+                raise PlannerError(f"{', '.join(ignored)} cannot be used with --plan: the plan is rendered as it is. "
+                                   "Set the family in the TaskSpec file, or plan a spec instead of passing --plan.")
         if out is not None and not dry_run:  # before planning: an LLM planner's answer is not wasted on a bad --out
             from vibe_rl.scaffold.outdir import check_target
 
@@ -71,9 +77,12 @@ def register(app: typer.Typer) -> None:
                 if spec_file.is_dir():
                     raise PlannerError(f"--spec-file {spec_file} is a folder; pass the spec's file, e.g. "
                                        f"--spec-file {spec_file / 'spec.md'}.")
-                if not spec_file.is_file():
+                if not spec_file.exists():
                     raise PlannerError(f"--spec-file {spec_file} does not exist. Check the path, or pass the spec "
                                        'as an argument: vibe-rl new "who is spy, 8 GPUs".')
+                if not spec_file.is_file():
+                    raise PlannerError(f"--spec-file {spec_file} is not a regular file (a device or a pipe?). Save "
+                                       "the spec to a file and pass that, or pass it as an argument.")
                 spec = read_spec(spec_file)
             task, used = plan(spec, planner=planner, name=name, family=family), resolve(planner)
         _show(task, used, as_json)
@@ -113,13 +122,26 @@ def read_spec(path: Path) -> str:
             return raw.decode("utf-16")
         except UnicodeDecodeError:
             pass
+    elif _binary(raw):
+        raise PlannerError(f"--spec-file {path} is a binary file, not a text spec. Pass the text file that "
+                           "describes the task (UTF-8), e.g. --spec-file spec.md.")
+    elif raw.count(b"\x00") > len(raw) // 4:  # NULs decode as UTF-8 too, but no spec holds them
+        raise PlannerError(f"--spec-file {path} looks like UTF-16 without a byte-order mark. Save it as UTF-8 (e.g. "
+                           f"iconv -f UTF-16LE -t UTF-8 {path} > spec.md) and try again.")
     else:
         try:
             return raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             pass
-    if raw.count(b"\x00") > len(raw) // 4:
-        raise PlannerError(f"--spec-file {path} looks like UTF-16 without a byte-order mark. Save it as UTF-8 (e.g. "
-                           f"iconv -f UTF-16LE -t UTF-8 {path} > spec.md) and try again.")
     raise PlannerError(f"--spec-file {path} is not UTF-8 text. Save it as UTF-8 (e.g. iconv -f GBK -t UTF-8 "
                        f"{path} > spec.md) and try again.")
+
+
+def _binary(raw: bytes) -> bool:
+    """Bytes that are no text in any encoding a spec is saved in: control bytes other than tab/newline, or NULs
+    that do not fall at every other position as in UTF-16."""
+    head = raw[:4096]
+    controls = sum(b < 32 and b not in (9, 10, 12, 13, 0) for b in head)
+    nul_even, nul_odd = head[0::2].count(0), head[1::2].count(0)
+    utf16_like = max(nul_even, nul_odd) > len(head) // 4 and min(nul_even, nul_odd) <= len(head) // 64
+    return controls > len(head) // 100 + 1 or (head.count(0) > 0 and not utf16_like)

@@ -56,6 +56,11 @@ def register(app: typer.Typer) -> None:
         if device not in ("auto", "cpu", "gpu"):
             raise ConfigError(f"--device {device!r}: use 'auto', 'cpu' or 'gpu'")
         if stop and until is None and not detach:
+            unused = [opt for opt, on in (("--fresh", fresh), ("--set", bool(overrides))) if on]
+            if unused:  # `--stop` alone only ends the sessions: these would be dropped silently
+                raise ConfigError(f"{' and '.join(unused)} with --stop alone does nothing (--stop without --until "
+                                  "only ends the sessions). Add --until first-step to run first, or drop "
+                                  f"{' and '.join(unused)}.")
             stopped = stop_sessions(project)
             typer.echo("[vibe-rl] stopped: " + (", ".join(stopped) if stopped else "no session of this project was running"))
             return

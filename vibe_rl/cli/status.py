@@ -24,6 +24,10 @@ def register(app: typer.Typer) -> None:
         from vibe_rl.autopilot.state import RunState
         from vibe_rl.errors import ConfigError
 
+        if not project.is_dir():  # a file or a missing folder is named as such, not as 'no run started'
+            from vibe_rl.cli.checks import check_project
+
+            check_project(project)
         project = project.resolve()
         state = RunState.load(project)
         if state is None:

@@ -56,6 +56,7 @@ def register(app: typer.Typer) -> None:
         for option, value, example in (("--config", config, "config.yaml"), ("--token-file", token_file, "swarm.token")):
             if value and Path(value).is_dir():
                 raise ConfigError(f"{option} {value} is a folder; pass a file, e.g. {option} {Path(value) / example}.")
+        checks.check_overrides(list(set_))  # a malformed or misspelt --set fails now, not when a client syncs
         try:
             base = TrainJob.from_yaml(config) if config else None
         except UnicodeDecodeError:
@@ -98,28 +99,31 @@ def register(app: typer.Typer) -> None:
         interval: float = typer.Option(2.0, "--interval", min=0.1, help="Seconds between refreshes."),
     ) -> None:
         """Live view of a swarm server: state, step, pool, running episodes, tasks."""
-        from vibe_rl.cli.checks import check_token_env
+        from vibe_rl.cli.checks import check_token_env, check_url
         from vibe_rl.swarm.overwatch import run
 
         check_token_env()
+        check_url(url)
         raise typer.Exit(run(url, once=once, interval=interval))
 
     @swarm.command()
     def status(url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL.")) -> None:
         """Print the server's status JSON."""
-        from vibe_rl.cli.checks import check_token_env
+        from vibe_rl.cli.checks import check_token_env, check_url
         from vibe_rl.swarm import SwarmClient
 
         check_token_env()
+        check_url(url)
         with SwarmClient(url) as client:
             typer.echo(json.dumps(client.get_engine_status(), indent=2))
 
     @swarm.command()
     def stop(url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL.")) -> None:
         """Stop the engine (the server keeps running, OFFLINE)."""
-        from vibe_rl.cli.checks import check_token_env
+        from vibe_rl.cli.checks import check_token_env, check_url
         from vibe_rl.swarm import SwarmClient
 
         check_token_env()
+        check_url(url)
         with SwarmClient(url) as client:
             typer.echo(json.dumps(client.stop_engine(), indent=2))
