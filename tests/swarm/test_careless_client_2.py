@@ -67,7 +67,7 @@ def test_output_keys_beside_the_reward_are_kept_in_metadata(shared_server):
         key = {"authorization": f"Bearer {creds.api_key}"}
         clash = httpx.post(f"{url}/episode/end", headers=key, json={
             "episode_uuid": uuid, "task": {"task_id": "extras"}, "output": {"reward": 1, "k": 1, "metadata": {"k": 2}}})
-        assert clash.status_code == 400 and "['k'] given both" in clash.json()["error"]["message"], clash.text
+        assert clash.status_code == 400 and "'k' is given both" in clash.json()["error"]["message"], clash.text
         for bad in (True, [1, 2], {"id": 1}):  # str() would make group keys of 'True', '[1, 2]', ...
             resp = httpx.post(f"{url}/episode/end", headers=key, json={
                 "episode_uuid": uuid, "task": {"task_id": bad}, "output": {"reward": 1}})

@@ -26,3 +26,10 @@ def test_a_reward_beyond_float_is_a_validation_error(reward):
     with pytest.raises(pydantic.ValidationError, match="too large for a float"):
         WorkflowOutput(reward=reward)
     assert WorkflowOutput(reward=10**6).reward == 1e6
+
+
+def test_a_workflow_output_built_by_hand_keeps_extra_keys_in_metadata():
+    output = WorkflowOutput(reward=1, winner="p1", metadata={"rounds": 3})
+    assert output.metadata == {"rounds": 3, "winner": "p1"}
+    with pytest.raises(pydantic.ValidationError, match="'winner' is given both as a WorkflowOutput field"):
+        WorkflowOutput(reward=1, winner="p1", metadata={"winner": "p2"})

@@ -9,6 +9,23 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 
+def extra_keys_in_metadata(model: type[BaseModel], data: Any) -> Any:
+    """`{"reward": 1, "winner": "a"}` -> `{"reward": 1, "metadata": {"winner": "a"}}`: a key that is not a field of
+    `model` joins its `metadata`, so nothing a client gives is dropped; a key given both ways is an error."""
+    if not isinstance(data, dict) or not isinstance(data.get("metadata") or {}, dict):
+        return data  # not an object, or metadata that is not one: their own validation errors say so
+    extra = {k: v for k, v in data.items() if k not in model.model_fields}
+    if not extra:
+        return data
+    metadata = data.get("metadata") or {}
+    both = sorted(set(extra) & set(metadata))
+    if both:
+        fields = "/".join(model.model_fields)
+        raise ValueError(f"{both[0]!r} is given both as a {model.__name__} field and in metadata; keep one "
+                         f"({model.__name__} keeps keys other than {fields} in metadata)")
+    return {**{k: v for k, v in data.items() if k not in extra}, "metadata": {**metadata, **extra}}
+
+
 class Task(BaseModel):
     """One training task. Episodes that share a `task_id` form one GRPO group."""
 
@@ -20,19 +37,7 @@ class Task(BaseModel):
     @classmethod
     def _extra_keys_are_metadata(cls, data: Any) -> Any:
         """Task(task_id="3", words=[...]) keeps `words` in metadata: nothing given is dropped."""
-        if not isinstance(data, dict):
-            return data
-        extra = {k: v for k, v in data.items() if k not in cls.model_fields}
-        if not extra:
-            return data
-        metadata = data.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            return data  # the field's own error says what metadata must be
-        both = sorted(set(extra) & set(metadata))
-        if both:
-            raise ValueError(f"{both[0]!r} is given both as a Task field and in metadata; keep one (Task keeps "
-                             "keys other than task_id/main_query/metadata in metadata)")
-        return {**{k: v for k, v in data.items() if k not in extra}, "metadata": {**metadata, **extra}}
+        return extra_keys_in_metadata(cls, data)
 
     @field_validator("task_id", mode="before")
     @classmethod
@@ -51,6 +56,12 @@ class WorkflowOutput(BaseModel):
 
     reward: float = Field(description="Finite scalar reward of the episode for this server's model")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form episode info (winner, rounds, ...)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extra_keys_are_metadata(cls, data: Any) -> Any:
+        """WorkflowOutput(reward=1, winner="a") keeps `winner` in metadata: nothing given is dropped."""
+        return extra_keys_in_metadata(cls, data)
 
     @field_validator("reward", mode="before")
     @classmethod

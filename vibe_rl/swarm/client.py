@@ -46,7 +46,7 @@ from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
 from vibe_rl.swarm.episodes import Episode, as_json, open_episode
-from vibe_rl.swarm.protocol import EngineStatus, Update, output_extras_in_metadata
+from vibe_rl.swarm.protocol import EngineStatus, Update
 
 log = logging.getLogger("vibe_rl.swarm.client")
 
@@ -230,7 +230,7 @@ class SwarmClient:
         if not isinstance(task, Task):
             task = Task.model_validate(task)
         if not isinstance(workflow_output, WorkflowOutput):  # a dict's keys beside reward/metadata join the metadata
-            workflow_output = WorkflowOutput.model_validate(output_extras_in_metadata(workflow_output))
+            workflow_output = WorkflowOutput.model_validate(workflow_output)
         body = {"episode_uuid": episode_uuid, "task": as_json(task, "the task"),
                 "output": as_json(workflow_output, "ep.end's metadata")}
         result = self._call("POST", "/episode/end", body, wait_busy=True, episode_uuid=episode_uuid)

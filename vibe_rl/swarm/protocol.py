@@ -146,25 +146,6 @@ class BeginEpisodeResponse(BaseModel):
     model: str = Field(description="Model name of the trainable model")
 
 
-OUTPUT_KEYS = ("reward", "metadata")
-
-
-def output_extras_in_metadata(data: Any) -> Any:
-    """`{"reward": r, "winner": "a"}` -> `{"reward": r, "metadata": {"winner": "a"}}`: an output key other than
-    reward and metadata is kept in the metadata (as `Task` keeps its extra keys), never dropped."""
-    if not isinstance(data, dict) or not isinstance(data.get("metadata") or {}, dict):
-        return data  # not an object, or metadata that is not one: their own validation errors say so
-    extra = {k: v for k, v in data.items() if k not in OUTPUT_KEYS}
-    if not extra:
-        return data
-    metadata = data.get("metadata") or {}
-    both = sorted(set(extra) & set(metadata))
-    if both:
-        raise ValueError(f"{both} given both beside reward and in metadata; keep each key once (output keys other "
-                         "than reward and metadata are kept in metadata)")
-    return {**{k: data[k] for k in OUTPUT_KEYS if k in data}, "metadata": {**metadata, **extra}}
-
-
 class EndEpisodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     episode_uuid: str = Field(description="From begin_episode")
@@ -179,11 +160,6 @@ class EndEpisodeRequest(BaseModel):
             raise ValueError(f"task_id must be a string (or a number, taken as text), got {type(task_id).__name__} "
                              f"{str(task_id)[:80]}; send the task's stable id, e.g. str(seed)")
         return data
-
-    @field_validator("output", mode="before")
-    @classmethod
-    def _extras(cls, data: Any) -> Any:
-        return output_extras_in_metadata(data)
 
 
 class AbortEpisodeRequest(BaseModel):
