@@ -36,6 +36,7 @@ _CONTEXT = (r"(?P<static>played\s+by|\bplays?\b|controlled\s+by|driven\s+by|powe
             r"\bvs\.?(?!\w)|\bversus\b|\bstatic\b|\bfrozen\b|\bfixed\b|\bothers\b|\bthe\s+rest\b|由|扮演|对手|对抗|"
             r"静态|冻结|固定|其余|其他|驱动|控制)|(?P<train>\btrain\w*|fine[\s-]*tun\w*|base\s+model|\bpolicy\b|"
             r"\blearners?\b|\binit\w*|start(?:s|ing)?\s+from|训练|微调|基座|初始化|学习)")
+JUDGE_WORDS = r"\bjudg\w*|\bgrader\b|\breferee\b|\bevaluator\b|\barbiter\b|\bscorer\b|裁判|评委|评判|评审|打分|评分"
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 # English words whole: "close" holds no "lose", "twins" no "wins"
 WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
@@ -159,6 +160,22 @@ def _static_context(src: SpecText, start: int, end: int) -> bool:
     return bool(re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]))
 
 
+def _mentions(text: str, name: str) -> list[re.Match]:
+    """Every mention of a model name (a CJK neighbour is a boundary: "使用qwen-max"); at least the first one."""
+    found = list(re.finditer(rf"(?<![A-Za-z0-9_.-]){re.escape(name)}(?![A-Za-z0-9_-])", text, re.IGNORECASE))
+    return found or [re.search(re.escape(name), text, re.IGNORECASE)]
+
+
+def _judge_context(text: str, start: int, end: int) -> bool:
+    """Whether a model name is said to judge rather than play: a judge word just before it in its sentence ("a
+    judge model (deepseek-chat)", "裁判由 qwen-max 担任") or just after it ("gpt-4o as the judge", "qwen-max 做裁判")."""
+    sentence_start = max(text.rfind(c, 0, start) for c in "\n;；。") + 1
+    before = text[max(sentence_start, start - 30):start]
+    return bool(re.search(rf"(?:{JUDGE_WORDS})[^,，;；]{{0,16}}$", before, re.IGNORECASE)
+                or re.match(rf"\s*[)）]?\s*(?:as|is|acts as|serves as|will be|作为|当|做|担任|来当|来做)?\s*(?:the\s+|a\s+|an\s+)?"
+                            rf"(?:{JUDGE_WORDS})", text[end:end + 30], re.IGNORECASE))
+
+
 def rewards(src: SpecText) -> tuple[float | None, float | None]:
     """Win and loss rewards: in each comma/semicolon segment of a clause naming an outcome, the outcome words
     and the numbers are paired in order ("reward 1 for the winners, 0 for the losers", "胜者奖励 1，败者 0",
@@ -235,11 +252,20 @@ def extract(text: str) -> Facts:
     facts.notes += unplaced_notes(src)
     facts.rounds = facts.find(rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)",
                               rf"(?:max[\s_-]*)?(?:rounds?|轮数)\s*[:：=]?\s*(?:at most|up to|最多)?\s*{NUM}")
-    facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)")
+    facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)",
+                            rf"(?:max[\s_-]*)?(?:days|天数)\s*[:：=]\s*(?:at most|up to|最多)?\s*{NUM}")
     facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|simulate|生成|造|模拟)\D{{0,12}}?{NUM}\s*"
                                   rf"(?:games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|"
                                   rf"examples|对局|局|个任务|条|段|对|句))")
     facts.static_models = static_models(src)
+    judges = [m.name for _, m in facts.static_models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
+              if all(_judge_context(text, *x.span()) for x in _mentions(text, m.name))]
+    facts.static_models = [(pos, m) for pos, m in facts.static_models if m.name not in judges]
+    for name in judges:
+        facts.notes.append(f"{name} is named as a judge, not a player: it is not seated as an opponent. A family that "
+                           "grades with an LLM reads its judge from env vars (multi_model_translation: JUDGE_MODEL, "
+                           "JUDGE_BASE_URL, JUDGE_API_KEY); in a game the rules decide the winner (edit them after "
+                           "rendering to ask a judge).")
     static_spans = [(pos, pos + len(m.name)) for pos, m in facts.static_models]
     size = next((m for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
                  if not any(a <= m.start() < b for a, b in static_spans)), None)  # "Qwen3-32B" is the opponent's

@@ -1,7 +1,8 @@
 """The training numbers of a spec (TaskSpec.training): each field with the phrasings people use for it.
 
 A field is read where its name and a number meet ("batch size 16", "lr=5e-6", "学习率 1e-5", "8 samples per
-prompt", "每个 prompt 采样 8 条", "stop training at 300 steps"). A negative number after a field name is read
+prompt", "rollouts_per_prompt: 8", "each prompt gets 8 rollouts", "每个 prompt 采样 8 条", "每局重复 8 次", "stop
+training at 300 steps"). A negative number after a field name is read
 too, so that the plan refuses it with the field named (instead of keeping the default and hiding the value).
 A field the spec gives twice with different values keeps the first, says so in a note, and leaves the other
 unmarked, so it is listed in `unparsed`.
@@ -40,9 +41,14 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
     "grpo_n": ([
         rf"(?:grpo[\s_-]*n|num[\s_-]*repeats?|n[\s_-]*repeat|group[\s_-]*size|组大小|每组|num[\s_-]*generations|"
         rf"n[\s_-]*samples[\s_-]*per[\s_-]*prompt|num[\s_-]*samples|rollout\.n\b|\bn(?=\s*[=:：])|\bgroup(?=\s*[=:：])|"
-        rf"{_SAMPLE}\s+per\s+{_PER_TASK}|每组(?:采样|样本数)){IS}{SIGNED_NUM}",
+        rf"{_SAMPLE}[\s_-]+per[\s_-]+{_PER_TASK}|每组(?:采样|样本数)){IS}{SIGNED_NUM}",
         rf"{NUM}\s*{_SAMPLE}\s*(?:per|for each|each|/|an?)\s*{_PER_TASK}",
         rf"\bgroups?\s+of\s+{NUM}\b",
+        # "each prompt gets 8 rollouts", "repeat each game 8 times", "every task is sampled 8 times", "每局重复 8 次"
+        rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:gets|has|runs|with|is\s+given)\s+{NUM}\s*{_SAMPLE}",
+        rf"(?:repeat|sample|play|run|roll\s*out)\w*\s+(?:each|every)\s+(?:{_PER_TASK}|game)\s+{NUM}\s+times",
+        rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:is\s+)?(?:repeated|sampled|played|run|rolled\s+out)\s+{NUM}\s+times",
+        rf"每一?(?:局|盘|场)(?:游戏|对局)?\s*(?:重复|采样|跑|玩|rollout|生成)\s*{NUM}\s*(?:次|遍)",
         # "batch 16, group 8" / "bs 32, n eight": a bare "n" or "group" and a number alone in their comma part
         rf"(?:\A|(?<=[\n,，;；(（]))\s*(?:n|group)\s+{NUM}(?=\s*(?:\Z|[\n,，;；)）]|\.(?!\d)))",
         rf"每个?\s*(?:任务|题|种子|prompts?|提示词?|问题)\s*(?:采样|跑|玩|重复|rollout|生成)?\s*{NUM}\s*(?:次|局|条|个|遍)",

@@ -72,8 +72,10 @@ def _key_values(text: str) -> tuple[str, list[str]]:
 
 
 def rewrite_nodes(text: str) -> tuple[str, list[str]]:
-    """(the text with a multi-node GPU phrase as one node's GPU count, notes); "单卡" (one card) is "1 张卡"."""
+    """(the text with a multi-node GPU phrase as one node's GPU count, notes); "单卡" (one card) is "1 张卡", "双卡"
+    (two cards) "2 张卡"."""
     text = re.sub(r"(?:单机)?单(?:张|块)?\s*(?:显卡|卡|gpu)", "1 张卡", text, flags=re.IGNORECASE)
+    text = re.sub(r"(?:单机)?双(?:张|块)?\s*(?:显卡|卡|gpu)", "2 张卡", text, flags=re.IGNORECASE)
     text, notes = _key_values(text)
     for node in list(re.finditer(NODES, text, re.IGNORECASE))[::-1]:
         n = to_int(node.group(1))

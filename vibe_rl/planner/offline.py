@@ -26,6 +26,7 @@ from vibe_rl.planner.resemble import differs_note, unknown_game_hint
 from vibe_rl.planner.terse import expand_terse
 from vibe_rl.planner.text import strings_of
 from vibe_rl.planner.typos import fix_typos
+from vibe_rl.planner.unsupported import check_supported
 from vibe_rl.scaffold.families import Manifest, list_families
 from vibe_rl.schema.spec import TaskSpec
 
@@ -123,6 +124,7 @@ class OfflinePlanner:
         text, layout = expand_terse(text)
         text, notes = fix_typos(text)
         notes[:0] = layout
+        check_supported(text)
         text, phrased = rewrite_counts(text)
         notes += phrased
         text, scientific = rewrite_scientific(text)
