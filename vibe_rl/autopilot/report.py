@@ -133,7 +133,7 @@ def flat_update_notes(statuses: dict[str, dict[str, Any]]) -> list[str]:
 
 _DUMP_HEAD = re.compile(r"\s*\b\d+ validation errors? for \w+\s*$")
 _DUMP_ITEM = re.compile(r"^\s+(?:Value error, )?(.*?)\s*\[type=(\w+)(?:, input_value=(.*), input_type=(\w+))?\]$")
-_SECRET = re.compile(r"key|token|secret|password", re.I)
+_SECRET = re.compile(r"(^|[._])(\w*_)?(key|token|secret|password)$", re.I)  # api_key, token, not max_tokens
 
 
 def compact_errors(text: str) -> str:

@@ -167,7 +167,7 @@ class Runner:
             self.out(f"[vibe-rl] doctor could not check the project: {exc}")
             return
         self.checks = [compact_errors(str(f)) for f in findings]
-        for f, shown in zip(findings, self.checks):
+        for f, shown in zip(findings, self.checks, strict=True):
             self.out(f"[vibe-rl] doctor: {shown}")
             self.report.notes.append(f"doctor: {f.file}:{f.line}: {compact_errors(f.message)}")
         if self.llm is None:  # a server that cannot load its config dies at once, and nothing would repair it
@@ -176,11 +176,10 @@ class Runner:
                 try:
                     TrainJob.from_yaml(self.dir / server.config)
                 except (VibeRLError, OSError) as exc:
-                    unloadable.append(f"{server.config} ({server.name}): {exc}")
-            if unloadable:
-                raise ConfigError("Not starting: a server of this run cannot load its config.\n"
-                                  + "\n".join(unloadable)
-                                  + f"\nFix it and run again (`vibe-rl doctor {self.dir}` checks the project), or "
+                    unloadable.append(f"{server.config} ({server.name}): {compact_errors(str(exc)).rstrip('.')}")
+            if unloadable:  # one line: what each server cannot load, then the fix
+                raise ConfigError("Not starting: a server of this run cannot load its config: " + "; ".join(unloadable)
+                                  + f". Fix it and run again (`vibe-rl doctor {self.dir}` checks the project), or "
                                   "configure a fix LLM (VIBE_RL_FIX_MODEL) to let the run try.")
 
     def _start_servers(self, servers: list[ServerView], first: bool = False) -> Diagnosis | None:

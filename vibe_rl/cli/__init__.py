@@ -4,6 +4,7 @@ registered here; modules import their heavy dependencies inside the commands."""
 from __future__ import annotations
 
 import typer
+import typer.main
 
 from vibe_rl import __version__
 
@@ -54,10 +55,11 @@ def get_app() -> typer.Typer:
 
 def main() -> None:
     from vibe_rl.autopilot.report import compact_errors
+    from vibe_rl.cli.helptext import polish
     from vibe_rl.errors import VibeRLError
 
     try:
-        get_app()()
+        polish(typer.main.get_command(get_app()))(prog_name="vibe-rl")  # --help: defaults and examples
     except VibeRLError as exc:  # pydantic's multi-line dumps become one line per option or file
         typer.secho(f"error: {compact_errors(str(exc))}", fg=typer.colors.RED, err=True)
         raise SystemExit(2) from None

@@ -77,7 +77,7 @@ def check_url(url: str, option: str = "--url") -> None:
         raise ConfigError(f"{option} {url!r} is not a server URL. Pass it with its scheme, e.g. {option} "
                           "http://127.0.0.1:10086 (what `vibe-rl swarm start` prints).")
     try:
-        parsed.port
+        _ = parsed.port
     except ValueError:
         raise ConfigError(f"{option} {url!r} has an invalid port. Use a port from 1 to 65535, e.g. {option} "
                           "http://127.0.0.1:10086.") from None
