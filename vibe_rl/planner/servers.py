@@ -37,8 +37,16 @@ class ServerFacts:
 
 
 def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
-    out, pos = [], start
+    """text[start:end] cut at commas, "and", "和" and at an opening parenthesis whose aside holds a comma ("/a
+    (server 1, 2 GPUs)"); a short aside stays in its segment ("agent 2 (proper noun detector) uses /b on server 2")."""
+    out, pos, aside_end = [], start, start
     for m in re.finditer(r"[,，、(（]|\band\b|和|及", src.text[start:end]):
+        if start + m.start() < aside_end:
+            continue
+        aside = re.match(r"[^,，、()（）]*[)）]", src.text[start + m.end():end]) if m.group() in "(（" else None
+        if aside:
+            aside_end = start + m.end() + aside.end()
+            continue
         out.append((pos, start + m.start()))
         pos = start + m.end()
     out.append((pos, end))
