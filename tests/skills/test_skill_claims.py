@@ -269,7 +269,8 @@ _PLACEHOLDER = re.compile(r"'[^']*'|\.\.\.|<[^>]+>|\b[A-Z]\b")
 
 def quoted_messages(markdown: str) -> list[str]:
     """Code spans in the places that quote what an agent will see: the first column of tables headed 'Note',
-    'What you see' or 'Symptom', and the Evidence/Confirm bullets of failure pages."""
+    'What you see' or 'Symptom', the Evidence/Confirm bullets of failure pages, and a span right after
+    'says', 'printed as' or 'prints' in prose."""
     spans, header = [], None
     for line in markdown.splitlines():
         if line.startswith("|"):
@@ -280,8 +281,9 @@ def quoted_messages(markdown: str) -> list[str]:
                 spans += _INLINE.findall(cells[0])
         else:
             header = None
-    for bullet in re.findall(r"^- \*\*(?:Evidence|Confirm)\*\*:(.*?)(?=^- |^#|\Z)", markdown, re.M | re.S):
+    for bullet in re.findall(r"^- \*\*(?:Evidence|Confirm)\*\*:(.*?)(?=^- |^#|^$|\Z)", markdown, re.M | re.S):
         spans += _INLINE.findall(bullet)
+    spans += re.findall(r"\b(?:says|printed as|prints)\s+`([^`\n]+)`", _FENCE.sub("", markdown))
     return spans
 
 
@@ -311,8 +313,9 @@ def test_the_message_checker_rejects_invented_messages():
     assert message_problem("[Errno 98]", source, recognisers) is None
     assert message_problem("the last K updates were frozen", source, recognisers) is not None
     assert message_problem("last_update.nan_count", source, recognisers) is not None
-    table = "| Note | Fix |\n|---|---|\n| `A thing` | `not this` |\n\n- **Evidence**: `B thing` here.\n"
-    assert quoted_messages(table) == ["A thing", "B thing"]
+    table = ("| Note | Fix |\n|---|---|\n| `A thing` | `not this` |\n\n- **Evidence**: `B thing` here.\n\n"
+             "It says `C thing`, not `D thing`.\n")
+    assert quoted_messages(table) == ["A thing", "B thing", "C thing"]
 
 
 def test_every_message_the_skills_quote_is_real():
