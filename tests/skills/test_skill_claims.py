@@ -332,3 +332,35 @@ def test_every_message_the_skills_quote_is_real():
                 problems.append(f"{_rel(page)}: {why}")
     assert not problems, "skills quote messages or keys the code does not have:\n" + "\n".join(problems)
     assert seen >= 30, f"suspiciously few quoted messages found: {seen}"
+
+
+# ---------------------------------------------------------------- client API attributes
+
+_ATTR = re.compile(r"(?<![\w/.>])(swarm(?:_\d)?|ep|eps|job|creds)\.([a-z_]\w*)")
+
+
+def client_objects() -> dict[str, object]:
+    """One real object per name the skills use: `swarm`, `ep`, `eps`, `job`, `creds`."""
+    from vibe_rl.swarm import Episode, Episodes, OpenaiBaseUrlAndApiKey, SwarmClient, Task, TrainJob
+
+    creds = OpenaiBaseUrlAndApiKey(base_url="http://127.0.0.1:9/v1", api_key="k", model="m")
+    swarm = SwarmClient("http://127.0.0.1:9", token="x" * 16)
+    ep = Episode(swarm, "uuid", creds, Task(task_id="1"))
+    return {"swarm": swarm, "ep": ep, "eps": Episodes(one=ep), "job": TrainJob(), "creds": creds}
+
+
+def test_every_client_attribute_the_skills_use_exists():
+    objects, problems, seen = client_objects(), [], 0
+    try:
+        for path in TEXTS:
+            for code in _code_of(path):
+                for m in _ATTR.finditer(code):
+                    seen += 1
+                    name = re.sub(r"_\d$", "", m.group(1))
+                    if not hasattr(objects[name], m.group(2)):
+                        problems.append(f"{_rel(path)}: {m.group(0)}: {type(objects[name]).__name__} has no "
+                                        f"{m.group(2)!r}")
+    finally:
+        objects["swarm"].close()
+    assert not problems, "\n".join(problems)
+    assert seen >= 10, f"suspiciously few client attributes found: {seen}"
