@@ -4,6 +4,7 @@ schema, and `vibe-rl doctor` validates a hand-written project against it (real C
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,16 @@ def test_doctor_names_a_schema_error_and_a_family_without_template(tmp_path):
     doc = _cli("doctor", str(tmp_path / "g"))
     assert doc.returncode != 0 and "error: task_spec.json: servers.0.port" in doc.stdout
     assert "vibe-rl schema taskspec" in doc.stdout
+
+
+def test_the_files_hand_written_game_md_lists_are_what_init_writes(tmp_path):
+    from skillpack import SKILLS_DIR
+
+    page = (SKILLS_DIR / "write-swarm-client" / "references" / "hand-written-game.md").read_text(encoding="utf-8")
+    listed = re.search(r"^vibe-rl init my_game\s+#\s*(.+)$", page, re.M).group(1)
+    names = [n.strip() for n in listed.split(",")]
+    table = {m for m in re.findall(r"^\| `([\w.]+)` \|", page, re.M)}
+    assert _cli("init", "my_game", cwd=tmp_path).returncode == 0
+    written = {p.name for p in (tmp_path / "my_game").iterdir()}
+    assert len(names) >= 5 and set(names) <= written, f"listed {names}, written {sorted(written)}"
+    assert table and table <= written, f"the file table names {sorted(table - written)}, not written by init"
