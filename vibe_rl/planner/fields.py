@@ -49,6 +49,8 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
         rf"(?:repeat|sample|play|run|roll\s*out)\w*\s+(?:each|every)\s+(?:{_PER_TASK}|game)\s+{NUM}\s+times",
         rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:is\s+)?(?:repeated|sampled|played|run|rolled\s+out)\s+{NUM}\s+times",
         rf"每一?(?:局|盘|场)(?:游戏|对局)?\s*(?:重复|采样|跑|玩|rollout|生成)\s*{NUM}\s*(?:次|遍)",
+        # "batch of 32 games, 4 samples each": a sample count with "each" alone in its comma part
+        rf"(?:\A|(?<=[\n,，;；(（]))\s*{NUM}\s*{_SAMPLE}\s+(?:each|apiece)(?=\s*(?:\Z|[\n,，;；)）]|\.(?!\d)))",
         # "batch 16, group 8" / "bs 32, n eight": a bare "n" or "group" and a number alone in their comma part
         rf"(?:\A|(?<=[\n,，;；(（]))\s*(?:n|group)\s+{NUM}(?=\s*(?:\Z|[\n,，;；)）]|\.(?!\d)))",
         rf"每个?\s*(?:任务|题|种子|prompts?|提示词?|问题)\s*(?:采样|跑|玩|重复|rollout|生成)?\s*{NUM}\s*(?:次|局|条|个|遍)",

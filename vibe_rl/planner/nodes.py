@@ -2,7 +2,8 @@
 to the GPUs of one node before the rules run, since a plan describes one node: `TaskSpec.gpus` is the GPU count
 of the training node, and `vibe-rl run` starts every server on it.
 
-The per-node count is read where the spec says it ("of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡"); a count
+The per-node count is read where the spec says it ("of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡", and "GPUs: 2 nodes
+of 4", where the GPU word comes first); a count
 "across / over N nodes" or the Chinese "N机M卡" is the total and is divided by N. The rewrite and what the plan
 does with the other nodes are said in a note; a node count whose GPUs cannot be split evenly, or that comes
 without a GPU count, is left in the text (so it is reported as not understood) with a note saying what to do.
@@ -71,12 +72,24 @@ def _key_values(text: str) -> tuple[str, list[str]]:
                   f"describes one node, so gpus = {m}." + (" " + HOW.format(n=n) if n > 1 else "")]
 
 
+def _bare_per_node(text: str) -> str:
+    """"GPUs: 2 nodes of 4" / "2 nodes x 8" in a clause about GPUs: the per-node number is a GPU count ("2 nodes of
+    4 GPUs"), so that the node count is never read as the GPUs."""
+    def unit(m: re.Match) -> str:
+        start, end = _clause(text, m.start())
+        about_gpus = re.search(r"gpus?|显卡|卡", text[start:end], re.IGNORECASE)
+        return m.group() + " GPUs" if about_gpus else m.group()
+    return re.sub(rf"{NODES}\s*(?:of|with|x|×|\*)\s*{NUM}(?=\s*(?:$|[,，;；。)）\n]|\.(?!\d)))", unit, text,
+                  flags=re.IGNORECASE | re.MULTILINE)
+
+
 def rewrite_nodes(text: str) -> tuple[str, list[str]]:
     """(the text with a multi-node GPU phrase as one node's GPU count, notes); "单卡" (one card) is "1 张卡", "双卡"
     (two cards) "2 张卡"."""
     text = re.sub(r"(?:单机)?单(?:张|块)?\s*(?:显卡|卡|gpu)", "1 张卡", text, flags=re.IGNORECASE)
     text = re.sub(r"(?:单机)?双(?:张|块)?\s*(?:显卡|卡|gpu)", "2 张卡", text, flags=re.IGNORECASE)
     text, notes = _key_values(text)
+    text = _bare_per_node(text)
     for node in list(re.finditer(NODES, text, re.IGNORECASE))[::-1]:
         n = to_int(node.group(1))
         if n < 2:
