@@ -179,3 +179,14 @@ def test_swarm_commands_check_set_and_url_before_anything(tmp_path, env):
                 "is not a server URL", "http://127.0.0.1:10086")
     refused(cli("swarm", "overwatch", "--once", "--url", " ", cwd=tmp_path, env=env), "is not a server URL")
     refused(cli("swarm", "status", "--url", "http://127.0.0.1:99999", cwd=tmp_path, env=env), "invalid port")
+
+
+def test_swarm_plot_refuses_an_out_that_is_a_folder_or_no_image(tmp_path, env):
+    """Before: a folder wrote FOLDER.png and printed 'curves: FOLDER'; a .txt ended in matplotlib's traceback."""
+    experiment = tmp_path / "experiment"
+    experiment.mkdir()
+    (experiment / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward_mean": 0.5, "loss": 0.1}) + "\n")
+    (tmp_path / "plots").mkdir()
+    refused(cli("swarm", "plot", experiment, "--out", "plots", cwd=tmp_path, env=env), "is a folder")
+    refused(cli("swarm", "plot", experiment, "--out", "curves.txt", cwd=tmp_path, env=env), "not an image format")
+    assert not (tmp_path / "plots.png").exists() and not (tmp_path / "curves.txt").exists()

@@ -20,6 +20,8 @@ def register_plot(swarm: typer.Typer) -> None:
         """Draw reward mean +- std and loss per weight update with matplotlib; print the reward per step."""
         from vibe_rl.swarm import curves
 
+        if out is not None:  # before reading anything: matplotlib would write DIR.png, or fail with a traceback
+            _check_out(out)
         updates = curves.load_updates(experiment_dir)
         summary = curves.learning(updates)
         path = curves.draw(updates, out or experiment_dir / "curves.png", title=str(experiment_dir))
@@ -31,3 +33,16 @@ def register_plot(swarm: typer.Typer) -> None:
             typer.echo(f"reward: mean of the first 3 updates {summary['first_mean']}, of the last 3 "
                        f"{summary['last_mean']} (margin {summary['margin']:+})")
         typer.echo(f"curves: {path}")
+
+
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".eps", ".ps", ".webp", ".tif", ".tiff")
+
+
+def _check_out(out: Path) -> None:
+    from vibe_rl.errors import ConfigError
+
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder; pass an image file, e.g. --out {out / 'curves.png'}.")
+    if out.suffix.lower() not in IMAGE_SUFFIXES:
+        raise ConfigError(f"--out {out}: '{out.suffix or 'no suffix'}' is not an image format. End the name with "
+                          ".png, .svg or .pdf, e.g. --out curves.png.")
