@@ -27,25 +27,28 @@ from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
-PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
+PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|选手|辩手|棋手|参赛者|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
 TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋))"
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
 # A spec that opens with the game's name ("Liar's dice, 3-player", "Twenty Questions agent: ...", "# Debate RL")
-_LEADING = (r"\A[\s#*>-]*(?:the\s+)?[\"'“]?([A-Z][\w'’ -]{2,40}?)[\"'”]?(?=\s*[(:,.;\n（：，]|\s+(?:agents?|self-play|"
-            r"rl|training|with|bot|env|environment)\b)")
+_LEADING = (r"\A[\s#*>-]*(?:the\s+)?[\"'“]?((?:\d+\s+(?!GPUs?\b|Players?\b|Nodes?\b|[HAL]\d)(?=[A-Z]))?[A-Z][\w'’ -]{2,40}?)[\"'”]?"
+            r"(?=\s*[(:,.;\n（：，]|\s+(?:agents?|self-play|rl|training|with|bot|env|environment|for|between|among|"
+            r"against|vs\.?|versus|where|in which)\b)")
 _VERBS = r"(?i:train|use|build|write|make|create|plan|please|let|we|i|my|our|run|set|teach|fine|a|an)\b"
 _PLAYED = (r"\bto\s+play\s+(?:(?:a|an|the)\s+)?([a-z][\w'-]*(?:\s+[\w'-]+){0,4}?)"
-           r"(?=\s+(?:against|with|vs\.?|versus|in|on|as|for|using|by|between|among)\b|\s*[(,.;:\n])")
+           r"(?=\s+(?:against|with|vs\.?|versus|in|on|as|for|using|by|between|among|best[\s-]of)\b|\s*[(,.;:\n])")
 _GENERIC = r"(?:(?:a|the|this|that|it|well|better|games?|optimally|along|on|more|itself|one)\b\s*)+"
 HEADS_UP = r"heads[\s-]*up|one[\s-]*(?:on|vs\.?|versus)[\s-]*one|1v1|1\s*(?:vs\.?|versus|on)\s*1|单挑|一对一"
 SINGLE = r"single[\s-]*player|one[\s-]*player|\bsolo\b|单人|1 player\b"
 
 
 def title_of(text: str) -> str:
-    """The game's name: a quoted or capitalised name after 'for'/'play'/'玩', else one the spec opens with, else
-    the family default (a name in Chinese characters is not used: code and prompts are English)."""
+    """The game's name: a quoted or capitalised name after 'for'/'play'/'玩', else one the spec opens with (a
+    leading number belongs to it: '20 Questions'; it ends before 'for', 'between', 'vs', ...), else a lowercase
+    one after 'to play', else the family default (a name in Chinese characters is not used: code and prompts
+    are English)."""
     m = re.search(r"(?:for|play(?:s|ing)?|learns?)\s+(?:the game\s+)?[\"'“]?([A-Z][\w' -]{2,40}?)[\"'”]?(?=\s*[(,.;:\n]|\s+with)",
                   text) or re.search(r"玩\s*[“\"「]?([A-Za-z][\w' -]{2,40}?)[”\"」]?(?=\s*[（(，,。的])", text) \
         or re.search(r"(?<=[\u4e00-\u9fff])\s*[（(“\"「]\s*([A-Z][\w'’ -]{2,40}?)\s*[)）”\"」]", text)
