@@ -10,7 +10,7 @@ from typing import Any, TypeVar, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from vibe_rl.errors import ConfigError
+from vibe_rl.errors import ConfigError, field_errors
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -114,4 +114,5 @@ def load_config(model: type[M], path: str | Path | None = None, overrides: list[
         return model.model_validate(data)
     except ValidationError as exc:
         where = f" in {path}" if path else ""
-        raise ConfigError(f"Invalid {model.__name__}{where}:\n{exc}") from exc
+        raise ConfigError(f"Invalid {model.__name__}{where}: {field_errors(exc)}. Set valid values; every key is "
+                          "described in docs/client.md, 'The job'.") from None

@@ -58,3 +58,29 @@ def test_the_server_refuses_to_start_on_a_misspelt_config(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "train.batch_szie (did you mean train.batch_size?)" in proc.stderr + proc.stdout, proc.stderr
+
+
+def test_invalid_values_are_one_line_per_key_with_the_value_given_but_never_a_secret(tmp_path):
+    from pydantic import BaseModel, Field, ValidationError
+
+    from vibe_rl.errors import field_errors
+
+    bad = tmp_path / "job.yaml"
+    bad.write_text("train:\n  batch_size: -4\n  lr: abc\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(TrainJob, bad)
+    message = str(info.value)
+    assert "\n" not in message and "errors.pydantic.dev" not in message, message
+    assert "train.batch_size: input should be greater than or equal to 1 (got -4)" in message, message
+    assert "train.lr: input should be a valid number" in message and "(got 'abc')" in message, message
+
+    class Creds(BaseModel):
+        api_key: int
+        port: int = Field(ge=1)
+
+    with pytest.raises(ValidationError) as caught:
+        Creds(api_key="sk-live-123", port=0)
+    line = field_errors(caught.value)
+    assert "sk-live-123" not in line and "api_key: input should be a valid integer" in line, line
+    assert "port: input should be greater than or equal to 1 (got 0)" in line, line
+    assert field_errors(caught.value, limit=1).endswith("; and 1 more"), field_errors(caught.value, limit=1)

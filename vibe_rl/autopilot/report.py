@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,43 +127,3 @@ def flat_update_notes(statuses: dict[str, dict[str, Any]]) -> list[str]:
                          "once episodes of one task get different rewards (more steps, a warmer model, or a "
                          "denser reward)")
     return notes
-
-
-
-_DUMP_HEAD = re.compile(r"\s*\b\d+ validation errors? for \w+\s*$")
-_DUMP_ITEM = re.compile(r"^\s+(?:Value error, )?(.*?)\s*\[type=(\w+)(?:, input_value=(.*), input_type=(\w+))?\]$")
-_SECRET = re.compile(r"(^|[._])(\w*_)?(key|token|secret|password)$", re.I)  # api_key, token, not max_tokens
-
-
-def compact_errors(text: str) -> str:
-    """pydantic's multi-line ValidationError dumps inside `text` as one line each, appended to the line that
-    introduces them: 'train.batch_size: input should be greater than or equal to 1 (got -4); ...'. The
-    documentation links go; a value is not repeated when it is a whole mapping or sits in a secret's field."""
-    lines, out, items, i = text.splitlines(), [], [], 0
-    while i < len(lines):
-        head = _DUMP_HEAD.search(lines[i])
-        if head is None:
-            out.append(lines[i])
-            i += 1
-            continue
-        if lines[i][:head.start()].strip():
-            out.append(lines[i][:head.start()])
-        i += 1
-        while i < len(lines):
-            loc = ""
-            if not lines[i].startswith(" ") and i + 1 < len(lines) and _DUMP_ITEM.match(lines[i + 1]):
-                loc, i = lines[i].strip(), i + 1
-            item = _DUMP_ITEM.match(lines[i])
-            if item is None:
-                break
-            msg, kind, value, vtype = item.groups()
-            shown = value is not None and kind != "missing" and vtype not in ("dict", "list") and not _SECRET.search(loc)
-            items.append(f"{loc + ': ' if loc else ''}{msg[:1].lower() + msg[1:]}{f' (got {value})' if shown else ''}")
-            i += 1
-            while i < len(lines) and lines[i].strip().startswith("For further information visit"):
-                i += 1
-        if items:
-            joined = "; ".join(items)
-            out[-1:] = [f"{out[-1].rstrip()} {joined}"] if out else [joined]
-            items = []
-    return "\n".join(out)

@@ -37,7 +37,7 @@ from vibe_rl.autopilot.fixer import (
 from vibe_rl.autopilot.llm import FixLLM
 from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions
 from vibe_rl.autopilot.progress import ProgressLine
-from vibe_rl.autopilot.report import Attempt, RunReport, compact_errors, flat_update_notes, reward_so_far
+from vibe_rl.autopilot.report import Attempt, RunReport, flat_update_notes, reward_so_far
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 from vibe_rl.autopilot.state import RunState, ServerProgress
 from vibe_rl.autopilot.venvs import ensure_venv
@@ -166,17 +166,17 @@ class Runner:
         except Exception as exc:  # the doctor is advice; never let it block a run
             self.out(f"[vibe-rl] doctor could not check the project: {exc}")
             return
-        self.checks = [compact_errors(str(f)) for f in findings]
+        self.checks = [str(f) for f in findings]
         for f, shown in zip(findings, self.checks, strict=True):
             self.out(f"[vibe-rl] doctor: {shown}")
-            self.report.notes.append(f"doctor: {f.file}:{f.line}: {compact_errors(f.message)}")
+            self.report.notes.append(f"doctor: {f.file}:{f.line}: {f.message}")
         if self.llm is None:  # a server that cannot load its config dies at once, and nothing would repair it
             unloadable = []
             for server in self.spec.servers_for(self.mode.name):
                 try:
                     TrainJob.from_yaml(self.dir / server.config)
                 except (VibeRLError, OSError) as exc:
-                    unloadable.append(f"{server.config} ({server.name}): {compact_errors(str(exc)).rstrip('.')}")
+                    unloadable.append(f"{server.config} ({server.name}): {str(exc).rstrip('.')}")
             if unloadable:  # one line: what each server cannot load, then the fix
                 raise ConfigError("Not starting: a server of this run cannot load its config: " + "; ".join(unloadable)
                                   + f". Fix it and run again (`vibe-rl doctor {self.dir}` checks the project), or "

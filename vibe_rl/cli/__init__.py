@@ -54,14 +54,13 @@ def get_app() -> typer.Typer:
 
 
 def main() -> None:
-    from vibe_rl.autopilot.report import compact_errors
     from vibe_rl.cli.helptext import polish
     from vibe_rl.errors import VibeRLError
 
     try:
         polish(typer.main.get_command(get_app()))(prog_name="vibe-rl")  # --help: defaults and examples
-    except VibeRLError as exc:  # pydantic's multi-line dumps become one line per option or file
-        typer.secho(f"error: {compact_errors(str(exc))}", fg=typer.colors.RED, err=True)
+    except VibeRLError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise SystemExit(2) from None
     except OSError as exc:  # a file system refusal (permission, full disk, a file where a folder should be)
         hint = (f": {exc.filename}. Check that path (it must exist and be writable by you) and run the command "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from vibe_rl.errors import ConfigError
+from vibe_rl.errors import ConfigError, field_errors
 
 
 def check_port(host: str, port: int, port_option: str = "--port", host_option: str = "--host") -> None:
@@ -111,7 +111,6 @@ def check_spec(project: Path) -> None:
     one line names what is wrong and how to find the rest."""
     import json
 
-    from vibe_rl.autopilot.report import compact_errors
     from vibe_rl.config import unknown_keys
     from vibe_rl.schema.spec import SPEC_FILE, TaskSpec
 
@@ -127,7 +126,7 @@ def check_spec(project: Path) -> None:
     try:
         TaskSpec.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{path} is not a valid TaskSpec: {compact_errors(str(exc)).strip()}. {fix}") from None
+        raise ConfigError(f"{path} is not a valid TaskSpec: {field_errors(exc)}. {fix}") from None
     unknown = unknown_keys(TaskSpec, data)
     if unknown:
         raise ConfigError(f"{path} has unknown key(s): {', '.join(unknown[:10])} (misspelt? they would be "

@@ -23,10 +23,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({"ok": errors == 0, "errors": errors, "warnings": len(findings) - errors,
                                    "findings": [f.model_dump() for f in findings]}, indent=2))
         else:
-            from vibe_rl.autopilot.report import compact_errors
-
             for finding in findings:
-                typer.echo(compact_errors(str(finding)))
+                typer.echo(str(finding))
             typer.echo(f"{project}: {errors} error(s), {len(findings) - errors} warning(s)")
         if errors:
             raise typer.Exit(1)

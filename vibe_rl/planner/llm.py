@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vibe_rl.errors import PlannerError, TemplateError, VibeRLError
+from vibe_rl.errors import PlannerError, TemplateError, VibeRLError, field_errors
 from vibe_rl.scaffold.families import list_families, load_family
 from vibe_rl.scaffold.render import render_files
 from vibe_rl.schema.spec import TaskSpec
@@ -65,7 +65,7 @@ def parse(raw: str) -> TaskSpec:
         spec = TaskSpec.model_validate(data)
         render_files(spec, load_family(spec.family))
     except ValidationError as exc:
-        raise ValueError(f"the JSON does not match the TaskSpec schema:\n{exc}") from exc
+        raise ValueError(f"the JSON does not match the TaskSpec schema: {field_errors(exc)}") from exc
     except TemplateError as exc:
         raise ValueError(f"the TaskSpec cannot be rendered: {exc}") from exc
     return spec

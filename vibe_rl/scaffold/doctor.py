@@ -133,7 +133,7 @@ class Doctor:
             try:
                 job = TrainJob.from_yaml(path)
             except VibeRLError as exc:
-                self.add("error", server.config, 0, f"not a valid TrainJob: {exc}", "fix the named field")
+                self.add("error", server.config, 0, str(exc), "set a valid value for each key named (docs/client.md, 'The job', describes every key)")
                 continue
             jobs[server.name] = job
             self.check_lr(server.config, path, job)

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
-from vibe_rl.errors import TemplateError
+from vibe_rl.errors import TemplateError, field_errors
 
 MANIFEST = "manifest.yaml"
 PROJECT_DIR = "project"
@@ -108,8 +108,10 @@ def load_family(name: str, root: Path | None = None) -> Manifest:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         manifest = Manifest.model_validate({**data, "path": folder})
-    except (yaml.YAMLError, ValidationError) as exc:
-        raise TemplateError(f"{path} is not a valid manifest: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"{path} is not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        raise TemplateError(f"{path} is not a valid manifest: {field_errors(exc)}") from None
     if manifest.name != name:
         raise TemplateError(f"{path} says name {manifest.name!r}; it must equal its folder name {name!r}")
     if not manifest.project_dir.is_dir():

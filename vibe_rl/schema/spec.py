@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from vibe_rl.errors import ConfigError
+from vibe_rl.errors import ConfigError, field_errors
 from vibe_rl.schema.job import (
     EngineConfig,
     ExperimentConfig,
@@ -229,4 +229,6 @@ class TaskSpec(BaseModel):
         try:
             return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (ValueError, ValidationError) as exc:
-            raise ConfigError(f"{path} is not a valid TaskSpec:\n{exc}") from exc
+            why = field_errors(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise ConfigError(f"{path} is not a valid TaskSpec: {why}. `vibe-rl schema taskspec` prints every field "
+                              "and its meaning.") from None
