@@ -21,7 +21,7 @@ import random
 from openai import BadRequestError
 from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, RoleLLM, Task, WorkflowOutput
 
-from game_engine import SKIP, WEREWOLF, Game, Player, reward_for
+from game_engine import DEFAULT_ROLES, SKIP, WEREWOLF, Game, Player, reward_for
 
 # Role -> the server (trainable) or static model its calls reach.
 TEAM_MODELS = {
@@ -46,9 +46,14 @@ FIRST = ("Ada Ben Cleo Dara Eli Faye Gus Hana Ivan Jade Kai Lena Milo Nora Omar 
 LAST = ("Abbott Brooks Castro Diaz Evans Fischer Garcia Haddad Ito Jensen Kowal Larsen Moreau Novak Okafor "
         "Park Quist Rossi Silva Tanaka Ueda Vargas Weber Xu Young Zhou Adler Berg Costa Dutta").split()
 NAMES = [f"{first} {last}" for first in FIRST for last in LAST]  # 1200 names
+# The seats come from game_engine.DEFAULT_ROLES: edit that table to change the roles or the player count.
+SEATS = sum(DEFAULT_ROLES.values())
+_SEATED = [f"{n} {role if n == 1 else {WEREWOLF: 'werewolves', 'witch': 'witches'}.get(role, role + 's')}"
+           for role, n in DEFAULT_ROLES.items() if n]
+SEAT_TABLE = ", ".join(_SEATED[:-1]) + " and " + _SEATED[-1] if len(_SEATED) > 1 else "".join(_SEATED)
 
 SYSTEM = (
-    "You play Werewolves with 9 players: 3 werewolves, 1 seer, 1 witch, 1 hunter and 3 villagers. Each night "
+    f"You play Werewolves with {SEATS} players: {SEAT_TABLE}. Each night "
     "the werewolves attack a player, the seer learns whether one player is a werewolf, and the witch may save "
     "the victim or poison a player (each potion once per game). A hunter who dies may shoot a player, unless "
     "poisoned. Each day everyone speaks, then all vote one player out; a tie eliminates nobody. The village "
@@ -142,9 +147,9 @@ def episode_of(role: str) -> str:
 def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], seed: int | None = None) -> tuple[Game, LLMPlayers]:
     """Play one game. The task's seed fixes the deal; ids and names are drawn per episode (`seed` replays one)."""
     rng = random.Random(seed)
-    ids = [f"player_{n}" for n in rng.sample(range(1, 100), 9)]
+    ids = [f"player_{n}" for n in rng.sample(range(1, 100), SEATS)]
     info = task.metadata
-    game = Game.deal(ids, rng.sample(NAMES, 9), seed=int(info.get("seed", task.task_id)),
+    game = Game.deal(ids, rng.sample(NAMES, SEATS), seed=int(info.get("seed", task.task_id)),
                      win_rule=info.get("win_rule", "parity"), max_days=info.get("max_days", 12))
     router = LLMRouter(TEAM_MODELS, endpoints, trainable={TRAINABLE}, episode_for=episode_of)
     players = LLMPlayers({role: router.llm_for(role) for role in TEAM_MODELS}, rng)

@@ -43,6 +43,10 @@ REWARD_WORDS = (r"\bbonus\w*|\bpenal\w*|\bBLEU\b|\bchrF\b|\bCOMET\b|\bBERTScore\
 OTHER_LANGUAGES = (r"\b(?:French|German|Japanese|Korean|Spanish|Russian|Italian|Portuguese|Arabic|Hindi|Vietnamese|"
                    r"Thai|Dutch|Turkish|Polish|Indonesian)\b|法语|法文|德语|德文|日语|日文|韩语|韩文|西班牙语|俄语|俄文|"
                    r"意大利语|葡萄牙语|阿拉伯语")
+# Text domains other than the family's academic papers ("legal contract clauses", "新闻稿")
+OTHER_DOMAINS = (r"\b(?:legal|contracts?|news|press releases?|medical|clinical|patents?|financial|finance|"
+                 r"marketing|product descriptions?|subtitles?|poems?|poetry|novels?|literary|customer[\s-]support)\b|"
+                 r"法律|合同|新闻|医学|医疗|专利|金融|财经|营销|字幕|诗歌|小说|客服|说明书")
 
 
 def agent_servers(facts: Facts) -> dict[int, int]:
@@ -98,6 +102,12 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         notes.append(f"The spec names {other.group()}, but this family translates English -> Chinese only (its mock "
                      "dataset, prompts and graders): the project renders for English -> Chinese. To change the pair, "
                      "edit mock_dataset.py, the prompts in workflow.py and the graders after rendering.")
+    domain = facts.src.search(OTHER_DOMAINS, mark=False)
+    if domain:
+        notes.append(f"The spec names {domain.group()!r} text, but this family's mock dataset, prompts and graders "
+                     "are for academic paper paragraphs: the project renders for academic paragraphs. To change the "
+                     "domain, edit mock_dataset.py (mock_paragraphs.json), the prompts in workflow.py and the "
+                     "graders after rendering.")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     server_of = {**DEFAULT_SERVER_OF, **agent_servers(facts)}
     path_of: dict[int, Found] = {}  # server index -> a path said of its agents by role

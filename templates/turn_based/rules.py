@@ -42,6 +42,10 @@ _PLAYED = (r"\bto\s+play\s+(?:(?:a|an|the)\s+)?([a-z][\w'-]*(?:\s+[\w'-]+){0,4}?
 _GENERIC = r"(?:(?:a|the|this|that|it|well|better|games?|optimally|along|on|more|itself|one)\b\s*)+"
 HEADS_UP = r"heads[\s-]*up|one[\s-]*(?:on|vs\.?|versus)[\s-]*one|1v1|1\s*(?:vs\.?|versus|on)\s*1|单挑|一对一"
 SINGLE = r"single[\s-]*player|one[\s-]*player|\bsolo\b|单人|1 player\b"
+# Every seat on the trainable model: the skeleton trains one learner seat per episode, so this is noted
+SELF_PLAY = (r"self[\s-]*play|自我?对弈|自博弈|\b(?:all|every|each)\s+(?:the\s+)?(?:players?|seats?|agents?)\b[^.;\n]{0,40}?"
+             r"\b(?:share|train|are trained|learn|use the (?:same )?trainable)|(?:所有|全部|每个|每位|每名)(?:玩家|选手|座位|智能体)"
+             r"[^。；;\n]{0,20}?(?:共享|训练|可训练)")
 
 
 def title_of(text: str) -> str:
@@ -111,6 +115,12 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         opponent = StaticModel(name="opponent")
         notes.append("No opponent model named: the opponent seats play 'opponent', a frozen local copy of the "
                      "trainable model.")
+        wanted = facts.src.search(SELF_PLAY, mark=False)
+        if wanted:
+            notes.append(f"The spec asks for self-play ({wanted.group().strip()!r}), but the turn_based skeleton "
+                         "trains one learner seat per episode: the other seats call 'opponent', a frozen copy of the "
+                         "trainable model that does not learn. To train every seat, give each seat its own episode "
+                         "in agent_run.py (one trainable team per seat) after rendering.")
     teams = [Team(name="learners", roles=["learner"], model="server1"),
              Team(name="opponents", roles=["opponent"], model=opponent.name)]
     modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",

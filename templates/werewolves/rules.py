@@ -87,7 +87,7 @@ def seat_counts(facts: Facts, notes: list[str]) -> None:
                 facts.src.mark(*m.span())
             else:
                 notes.append(f"The werewolves family seats {SEATS[role]} {role}(s); the spec asks for "
-                             f"{m.group(1)} (see unparsed): edit game_engine.py after rendering.")
+                             f"{m.group(1)} (see unparsed): edit DEFAULT_ROLES in game_engine.py after rendering.")
     for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场)))"):
         n = to_int(m.group(1))
         if n == sum(SEATS.values()):
@@ -96,8 +96,8 @@ def seat_counts(facts: Facts, notes: list[str]) -> None:
             continue
         else:
             notes.append(f"The werewolves family seats {sum(SEATS.values())} players (3 werewolves, seer, witch, "
-                         f"hunter, 3 villagers); the spec asks for {m.group(1)} (see unparsed): edit game_engine.py "
-                         "after rendering.")
+                         f"hunter, 3 villagers); the spec asks for {m.group(1)} (see unparsed): edit DEFAULT_ROLES "
+                         "in game_engine.py after rendering.")
 
 
 def other_roles(facts: Facts, notes: list[str]) -> None:

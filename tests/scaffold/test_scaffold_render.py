@@ -54,6 +54,22 @@ def test_project_files_and_configs(tmp_path):
     assert job1.model.path == spec.servers[0].model_path
 
 
+@pytest.mark.parametrize("family, text", [
+    ("who_is_spy", "Who is spy, 6 players, 1 spy, /models/q3, 1 GPU, batch size 4"),
+    ("werewolves", "Werewolves, 9 players, the werewolves and the seer train /models/q3 on 1 GPU, batch size 4"),
+    ("multi_model_translation", "Translation workflow: agents 1 and 3 on server 1 (/models/a, 1 GPU), agent 2 on "
+                                "server 2 (/models/b, 1 GPU), batch size 4"),
+    ("turn_based", "Liar's dice for 3 players, train /models/q3 on 1 GPU, batch size 4"),
+])
+def test_readme_says_1_gpu_not_1_gpus(family, text, tmp_path):
+    """Every family's readme wrote '(port 10086, 1 GPUs)' for a one-GPU server."""
+    spec = OfflinePlanner().plan(text, family=family)
+    assert spec.family == family and 1 in {s.gpus for s in spec.servers}
+    render_project(spec, tmp_path / "p")
+    readme = (tmp_path / "p" / "readme.md").read_text()
+    assert "1 GPUs" not in readme and "1 GPU" in readme
+
+
 def test_refuses_non_empty_folder_without_force(tmp_path):
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "mine.txt").write_text("keep me")

@@ -61,6 +61,26 @@ def test_chinese_spec_goes_to_spec_md_not_into_code(tmp_path):
     assert run(VIBE_RL, "doctor", str(project), cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.parametrize("text", [
+    "训练一个报数游戏的智能体，4 名玩家轮流报数。所有玩家共享一个可训练模型 /models/q05，1 张显卡",
+    "Liar's dice for 4 players. Train /models/q7 by self-play on 2 GPUs, batch size 8",
+])
+def test_self_play_spec_is_told_the_opponents_are_frozen(text):
+    """A spec asking every seat to train got one learner seat against a frozen 'opponent' with only the generic
+    'No opponent model named' note: it must say that the asked-for self-play is not what the skeleton does."""
+    from vibe_rl.planner.offline import OfflinePlanner
+    spec = OfflinePlanner().plan(text, family="turn_based")
+    assert {t.name: t.model for t in spec.teams} == {"learners": "server1", "opponents": "opponent"}
+    said = [n for n in spec.notes if "asks for self-play" in n]
+    assert len(said) == 1 and "frozen copy of the trainable model that does not learn" in said[0]
+
+
+def test_seed_spec_has_no_self_play_note():
+    from vibe_rl.planner.offline import OfflinePlanner
+    spec = OfflinePlanner().plan(SEED.read_text(encoding="utf-8"), family="turn_based")
+    assert not [n for n in spec.notes if "self-play" in n]
+
+
 DRIVER = """
 import json, sys
 from vibe_rl.swarm import SwarmClient, Task, TrainJob

@@ -77,6 +77,25 @@ def test_short_spec_uses_the_seed_layout():
 
 # ---- the committed project -----------------------------------------------------------------------
 
+@pytest.mark.parametrize("text, named", [
+    ("Three-agent workflow translating English legal contract clauses into Chinese: drafter, term checker, "
+     "polisher. Batch size 8, grpo_n 2.", "legal"),
+    ("编写一个新闻稿翻译流程（英文 -> 中文），三个智能体：初译、术语检查、润色。Batch size 4，grpo_n 2", "新闻"),
+])
+def test_another_text_domain_is_noted(text, named):
+    """The family's mock data, prompts and graders are academic paragraphs; a spec for legal clauses or news
+    rendered an 'academic' project without a word about the domain it asked for."""
+    spec = OfflinePlanner().plan(text, family="multi_model_translation")
+    said = [n for n in spec.notes if "academic paper paragraphs" in n]
+    assert len(said) == 1 and repr(named) in said[0] and "mock_dataset.py" in said[0]
+
+
+def test_academic_examples_have_no_domain_note():
+    for prompt in ("seed_prompt.zh.md", "seed_prompt.en.md"):
+        spec = OfflinePlanner().plan((EXAMPLES / prompt).read_text(encoding="utf-8"))
+        assert not [n for n in spec.notes if "academic paper paragraphs" in n]
+
+
 def test_generated_project_matches_the_templates(tmp_path):
     assert_matches_the_templates(PROJECT, SEED, tmp_path)
 

@@ -87,6 +87,21 @@ def test_other_phrasing_picks_roles_models_and_numbers():
                                                       "village_static": "gpt-4o-mini"}
 
 
+def test_three_trainable_roles_are_listed_as_prose(tmp_path):
+    """Three trainable roles read 'the seer, witch and villager' in the readme and agent_run.py's docstring
+    (they read 'the seer and witch and villager')."""
+    from vibe_rl.scaffold import render_project
+    spec = OfflinePlanner().plan(
+        "Werewolves, 9 players. The seer, the witch and the villagers share one trainable model /ckpt/q7; the "
+        "werewolves and the hunter are played by a static qwen-max. Batch size 8, grpo_n 4.")
+    assert [t.roles for t in spec.teams if t.model == "server1"] == [["seer", "witch", "villager"]]
+    render_project(spec, tmp_path / "p")
+    readme, run = (tmp_path / "p" / "readme.md").read_text(), (tmp_path / "p" / "agent_run.py").read_text()
+    assert "Only the seer, witch and villager train:" in readme
+    assert "calls of the\nseer, witch and villager (static roles" in run
+    assert "seer and witch and villager" not in readme + run
+
+
 def test_who_is_spy_seed_still_picks_who_is_spy():
     text = (REPO / "templates" / "who_is_spy" / "examples" / "seed_prompt.zh.md").read_text(encoding="utf-8")
     assert OfflinePlanner().plan(text).family == "who_is_spy"
@@ -189,6 +204,27 @@ def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
             assert (model, auth) == ("trainable", f"Bearer key-{'werewolves' if role == 'werewolf' else 'seer'}")
         else:
             assert (model, auth) == (STATIC, "Bearer key-seer")
+
+
+def test_edited_seat_table_is_what_agent_run_seats_and_prompts(project):
+    """The planner's note for another role set says: edit DEFAULT_ROLES in game_engine.py. agent_run.py must then
+    seat that many players (it sat a hard-coded 9: 'Game.deal' refused 9 names for 7 roles) and its system prompt
+    must name the new table, not the 9-player one."""
+    engine = project / "game_engine.py"
+    source = engine.read_text()
+    default = "DEFAULT_ROLES = {WEREWOLF: 3, SEER: 1, WITCH: 1, HUNTER: 1, VILLAGER: 3}"
+    assert default in source
+    engine.write_text(source.replace(default, "DEFAULT_ROLES = {WEREWOLF: 2, SEER: 1, WITCH: 1, HUNTER: 0, VILLAGER: 3}"))
+    players = ScriptedPlayers()
+    with ScriptedAPI(players) as api:
+        done = subprocess.run([sys.executable, "-c", SCRIPTED_DRIVER, api.url], cwd=project, capture_output=True,
+                              text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    info = json.loads(done.stdout.strip().splitlines()[-1])["werewolves"]["metadata"]
+    assert Counter(info["roles"].values()) == {"werewolf": 2, "seer": 1, "witch": 1, "villager": 3}
+    systems = {r["messages"][0]["content"] for r in api.requests}
+    assert systems and all("Werewolves with 7 players: 2 werewolves, 1 seer, 1 witch and 3 villagers." in text
+                           for text in systems), sorted(systems)[:1]
 
 
 # ---- one full episode against a real swarm server -------------------------------------------------
