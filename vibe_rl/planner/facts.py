@@ -176,10 +176,18 @@ def _judge_context(text: str, start: int, end: int) -> bool:
                             rf"(?:{JUDGE_WORDS})", text[end:end + 30], re.IGNORECASE))
 
 
+# "Winners 1, losers 0": an outcome noun right before a bare number that no unit follows ("winner 3 rounds" is not)
+_BARE = (r"(?:胜者|赢家|败者|输家|\bwinners?|\blosers?)\s*[-+]?\d+(?:\.\d+)?(?!\s*(?:[A-Za-z]|[\u4e00-\u9fff]))")
+# A goal of the game, not a reward: "the first player to bank 30 points wins", "reach 100 points", "先到 30 分"
+_GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
+         r"(\d+(?:\.\d+)?)")
+
+
 def rewards(src: SpecText) -> tuple[float | None, float | None]:
     """Win and loss rewards: in each comma/semicolon segment of a clause naming an outcome, the outcome words
     and the numbers are paired in order ("reward 1 for the winners, 0 for the losers", "胜者奖励 1，败者 0",
-    "win/loss rewards are 1/0")."""
+    "win/loss rewards are 1/0", "Winners 1, losers 0"). A number the game is played to ("first to bank 30
+    points wins", "先到 30 分") is a rule, never a reward."""
     win = loss = None
     for start, end in _wrapped(src):
         clause = src.text[start:end]
@@ -192,13 +200,14 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
         for segment in re.split(r"[,，;；、]|\band\b|而", clause):
             seg_start = src.text.index(segment, offset) if segment else offset
             offset = seg_start + len(segment)
-            if not said and not re.search(r"得\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d", segment,
+            if not said and not re.search(r"得\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d|" + _BARE, segment,
                                           re.IGNORECASE):
                 continue
             words = [(m.start(), "win") for m in re.finditer(WIN_WORDS, segment, re.IGNORECASE)]
             words += [(m.start(), "loss") for m in re.finditer(LOSS_WORDS, segment, re.IGNORECASE)]
             words = sorted(words)
-            numbers = list(re.finditer(_SIGNED, segment))
+            goals = [m.span(1) for m in re.finditer(_GOAL, segment, re.IGNORECASE)]
+            numbers = [n for n in re.finditer(_SIGNED, segment) if n.span(1) not in goals]
             kinds = [k for i, (_, k) in enumerate(words) if i == 0 or k != words[i - 1][1]]
             if not words or len(numbers) != len(kinds):
                 continue
@@ -255,8 +264,10 @@ def extract(text: str) -> Facts:
     facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)",
                             rf"(?:max[\s_-]*)?(?:days|天数)\s*[:：=]\s*(?:at most|up to|最多)?\s*{NUM}")
     facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|simulate|生成|造|模拟)\D{{0,12}}?{NUM}\s*"
-                                  rf"(?:games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|"
-                                  rf"examples|对局|局|个任务|条|段|对|句))")
+                                  rf"(?:games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|"
+                                  rf"documents|docs|abstracts|articles|texts|passages|prompts|questions|problems|puzzles|"
+                                  rf"items|records|entries|cases|scenarios|dialogues|conversations|stories|seeds|boards|"
+                                  rf"levels|对局|局|个任务|条|段|对|句|篇|道题|个问题))")
     facts.static_models = static_models(src)
     judges = [m.name for _, m in facts.static_models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
               if all(_judge_context(text, *x.span()) for x in _mentions(text, m.name))]

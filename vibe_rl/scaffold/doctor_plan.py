@@ -40,8 +40,9 @@ def check_plan(doc: Doctor, spec: TaskSpec) -> None:
 def check_unparsed(doc: Doctor, spec: TaskSpec) -> None:
     for clause in spec.unparsed:
         doc.add("warning", SPEC_FILE, 0, f"the planner did not understand {clause!r}: the plan may miss a fact",
-                "put the fact in the right field of task_spec.json and remove the clause from `unparsed`, then "
-                "re-render (vibe-rl new --plan task_spec.json --out . --force)")
+                "a setting of the plan (a count, model, size or reward): set its task_spec.json field and re-render "
+                "(vibe-rl new --plan task_spec.json --out . --force); a rule of the game: write it in the game's "
+                "rules module (game_engine.py or game_rules.py). Then remove the clause from `unparsed`")
 
 
 def check_trainable(doc: Doctor, spec: TaskSpec) -> None:
