@@ -167,6 +167,7 @@ def test_new_refuses_planning_options_with_plan(project, env, tmp_path):
 def test_run_stop_alone_refuses_options_it_would_drop(project, env):
     refused(cli("run", project, "--stop", "--fresh", cwd=project.parent, env=env), "--fresh with --stop alone")
     refused(cli("run", project, "--stop", "--set", "train.lr=1e-5", cwd=project.parent, env=env), "--set")
+    refused(cli("run", project, "--stop", "--timeout", "600", cwd=project.parent, env=env), "--timeout with --stop alone")
 
 
 def test_swarm_commands_check_set_and_url_before_anything(tmp_path, env):

@@ -19,8 +19,21 @@ def test_no_note_without_an_update():
 
 
 def test_reward_so_far_reads_the_latest_updates():
-    mean, episodes = reward_so_far({"a": _status(2, 0, 1.0), "b": _status(2, 0, 0.0)})
-    assert mean == 0.5 and episodes == 8
+    rewards, episodes = reward_so_far({"a": _status(2, 0, 1.0), "b": _status(2, 0, 0.0),
+                                       "c": {"pool": {"completed_episodes": 3}, "last_update": None,
+                                             "tasks": [{"episodes": 2, "reward_mean": 1.0}, {"episodes": 1}]}})
+    assert rewards == {"a": 1.0, "b": 0.0, "c": 1.0} and episodes == 11
+
+
+def test_two_servers_rewards_are_shown_apart_never_averaged():
+    from vibe_rl.autopilot.report import RunReport
+
+    report = RunReport("p", "agent_roll_adv", 1, outcome="success", global_step=1, reward_mean=0.5,
+                       rewards={"server1": 1.0, "server2": 0.0}, episodes=32)
+    assert "reward so far: server1 1.000, server2 0.000 (latest update; 32 episodes completed)" in report.render()
+    one = RunReport("p", "agent_roll", 1, outcome="success", global_step=1, reward_mean=0.25,
+                    rewards={"server1": 0.25}, episodes=16)
+    assert "reward so far: 0.250 (latest update" in one.render()
 
 
 def test_the_headline_says_whether_this_runs_updates_moved_any_weight_and_what_was_resumed():

@@ -38,3 +38,12 @@ def test_plain_lines_are_spaced_and_a_live_line_is_rewritten_in_place():
     live.clear()
     assert term.getvalue().count("\r\x1b[2K") == 3 and "step 1/1" in term.getvalue() and "to go ~0s" in term.getvalue()
     assert len(printed) == 1  # the live line never goes through out()
+
+
+def test_a_server_waiting_for_its_job_says_so_and_a_failed_one_does_not():
+    line = ProgressLine(live=False)
+    waiting = {**status(0, 0, 0, 0, 0), "state": "OFFLINE"}
+    assert "server1 OFFLINE (no job yet: the client starts it) step 0/1" in line.render(
+        {"server1": waiting}, {"server1": 1}, elapsed=1.0, now=1.0)
+    failed = {**waiting, "errors": ["engine failed to load the model"]}
+    assert "server1 OFFLINE step 0/1" in line.render({"server1": failed}, {"server1": 1}, elapsed=2.0, now=2.0)

@@ -32,7 +32,10 @@ def server_line(name: str, status: dict[str, Any], target: int, rates: dict[str,
     last = status.get("last_update") or {}
     per_step = last.get("seconds_per_step")
     eps = rates.get("episodes_ended", 0.0)
-    parts = [f"{name} {status.get('state', '?')} step {step}/{target}", f"episodes {done}/{need}",
+    state = status.get("state", "?")
+    if state == "OFFLINE" and not status.get("errors"):
+        state = "OFFLINE (no job yet: the client starts it)"  # the servers are up before the client syncs its job
+    parts = [f"{name} {state} step {step}/{target}", f"episodes {done}/{need}",
              f"{rates.get('llm_calls', 0.0):.1f} calls/s", f"{rates.get('generated_tokens', 0.0):.0f} tok/s"]
     if per_step:
         parts.append(f"{per_step:.1f} s/step")

@@ -32,7 +32,8 @@ class RunReport:
     new_updates: dict[str, int] = field(default_factory=dict)  # server -> updates made by this run
     signal_steps: dict[str, int | None] = field(default_factory=dict)  # first non-zero-gradient update
     job: dict[str, str] = field(default_factory=dict)  # server -> the effective job it runs, in words
-    reward_mean: float | None = None
+    reward_mean: float | None = None  # one server: its reward so far; several: the mean of `rewards`
+    rewards: dict[str, float | None] = field(default_factory=dict)  # server -> its reward so far (own scale)
     episodes: int = 0
     sessions: list[str] = field(default_factory=list)
     attach: list[str] = field(default_factory=list)
@@ -73,7 +74,8 @@ class RunReport:
                     lines.append(f"  {k}: first update with a non-zero gradient: step {v}")
             if self.seconds_to_first_step is not None:
                 lines.append(f"  time from start to this run's first weight update: {self.seconds_to_first_step:.1f} s")
-            reward = "n/a" if self.reward_mean is None else f"{self.reward_mean:.3f}"
+            reward = (", ".join(f"{k} {_shown(v)}" for k, v in self.rewards.items()) if len(self.rewards) > 1
+                      else _shown(self.reward_mean))  # each server's reward is on its own scale: never averaged
             lines.append(f"  reward so far: {reward} (latest update; {self.episodes} episodes completed)")
         else:
             lines.append(f"[vibe-rl] run {self.outcome}: this run did not make {self.target_step} update(s) "
@@ -97,21 +99,25 @@ class RunReport:
         return "\n".join(lines)
 
 
-def reward_so_far(statuses: dict[str, dict[str, Any]]) -> tuple[float | None, int]:
-    """Mean reward of the latest weight update(s) (else of the pooled tasks), and the completed episodes."""
-    episodes = sum(int((st.get("pool") or {}).get("completed_episodes") or 0) for st in statuses.values())
-    lasts = [st.get("last_update") or {} for st in statuses.values()]
-    updates = [float(u["reward_mean"]) for u in lasts if isinstance(u.get("reward_mean"), (int, float))]
-    episodes += int(sum(u.get("episodes") or 0 for u in lasts))  # the pool empties into each update
-    if updates:
-        return sum(updates) / len(updates), episodes
-    total, n = 0.0, 0
-    for st in statuses.values():
-        for t in st.get("tasks") or []:
-            k, r = int(t.get("episodes") or 0), t.get("reward_mean")
-            if k and isinstance(r, (int, float)):
-                total, n = total + r * k, n + k
-    return (total / n if n else None), episodes
+def _shown(reward: float | None) -> str:
+    return "n/a" if reward is None else f"{reward:.3f}"
+
+
+def reward_so_far(statuses: dict[str, dict[str, Any]]) -> tuple[dict[str, float | None], int]:
+    """Per server, the mean reward of its latest weight update (else of its pooled tasks); and the completed
+    episodes of all servers. Servers are kept apart: each one's reward is on its own scale (spies vs civilians)."""
+    rewards, episodes = {}, 0
+    for name, st in statuses.items():
+        last = st.get("last_update") or {}
+        episodes += int((st.get("pool") or {}).get("completed_episodes") or 0) + int(last.get("episodes") or 0)
+        if isinstance(last.get("reward_mean"), (int, float)):
+            rewards[name] = float(last["reward_mean"])
+            continue
+        pooled = [(int(t.get("episodes") or 0), t.get("reward_mean")) for t in st.get("tasks") or []]
+        pooled = [(k, r) for k, r in pooled if k and isinstance(r, (int, float))]
+        n = sum(k for k, _ in pooled)
+        rewards[name] = sum(k * r for k, r in pooled) / n if n else None
+    return rewards, episodes
 
 
 def flat_update_notes(statuses: dict[str, dict[str, Any]]) -> list[str]:

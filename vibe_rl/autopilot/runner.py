@@ -311,7 +311,9 @@ class Runner:
         rep = self.report
         rep.outcome, rep.global_step = "success", snap.min_step()
         rep.seconds_to_target = round(time.monotonic() - t0, 1)
-        rep.reward_mean, rep.episodes = reward_so_far(snap.statuses)
+        rep.rewards, rep.episodes = reward_so_far(snap.statuses)
+        known = [r for r in rep.rewards.values() if r is not None]
+        rep.reward_mean = sum(known) / len(known) if known else None
         rep.new_updates = {n: p.new_updates for n, p in self.state.servers.items()}
         for name, prog in self.state.servers.items():
             if prog.signal_step is None and name in snap.statuses:

@@ -15,6 +15,7 @@ DEFAULTS = {
     ("new", "--family"): "matched from the spec's keywords",
     ("run", "--mode"): "the project's first mode",
     ("run", "--until"): "first-step",
+    ("run", "--timeout"): "1800",
     ("run", "--set"): "none",
     ("play", "--task"): "any",
     ("play", "--mode"): "the project's first mode",

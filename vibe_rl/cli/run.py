@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
                                                  "`vibe-rl init` or by hand."),
         mode: str = typer.Option(None, "--mode", help="Run mode, e.g. agent_roll or agent_roll_adv (default: the first)."),
         until: str = typer.Option(None, "--until", help=UNTIL_HELP),
-        timeout: float = typer.Option(1800.0, "--timeout", min=1, help="Seconds to wait for --until. Agents: prefer "
-                                                                "--detach and `vibe-rl status DIR --wait S`."),
+        timeout: float = typer.Option(None, "--timeout", min=1, help="Seconds to wait for --until. "
+                                      "Agents: prefer --detach and `vibe-rl status DIR --wait S`."),
         fix: str = typer.Option("auto", "--fix", help="'auto': ask the configured LLM for fixes; 'off': only diagnose."),
         stop: bool = typer.Option(False, "--stop", help="End this project's tmux sessions: after the run, or right "
                                                         "away when no --until is given. Other sessions are untouched."),
@@ -56,7 +56,8 @@ def register(app: typer.Typer) -> None:
         if device not in ("auto", "cpu", "gpu"):
             raise ConfigError(f"--device {device!r}: use 'auto', 'cpu' or 'gpu'")
         if stop and until is None and not detach:
-            unused = [opt for opt, on in (("--fresh", fresh), ("--set", bool(overrides))) if on]
+            unused = [opt for opt, on in (("--fresh", fresh), ("--set", bool(overrides)), ("--timeout", timeout is not None),
+                                          ("--mode", mode is not None)) if on]
             if unused:  # `--stop` alone only ends the sessions: these would be dropped silently
                 raise ConfigError(f"{' and '.join(unused)} with --stop alone does nothing (--stop without --until "
                                   "only ends the sessions). Add --until first-step to run first, or drop "
@@ -69,7 +70,7 @@ def register(app: typer.Typer) -> None:
         if detach:
             _detach(project, [a for a in sys.argv[1:] if a != "--detach"])
             return
-        opts = RunOptions(project_dir=project, mode=mode, until=until or "first-step", timeout=timeout, fix=fix,
+        opts = RunOptions(project_dir=project, mode=mode, until=until or "first-step", timeout=timeout or 1800.0, fix=fix,
                           stop_after=stop, max_fixes=max_fixes, device=device, overrides=list(overrides or []),
                           ready_timeout=ready_timeout, fresh=fresh)
         llm = llm_from_env() if fix == "auto" else None
@@ -107,4 +108,4 @@ def _detach(project: Path, argv: list[str]) -> None:
         until = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--until"), "first-step")
         RunState(str(project), proc.pid, until=until, phase="starting", log=str(log)).save(project)
     typer.echo(f"[vibe-rl] run started in the background (pid {proc.pid}); output: {log}")
-    typer.echo(f"[vibe-rl] follow it: vibe-rl status {project} --wait 60   (repeat until it says success or failed)")
+    typer.echo(f"[vibe-rl] follow it: vibe-rl status {project} --wait 60   (repeat while it exits 3: still running)")
