@@ -1,17 +1,19 @@
 """Offline planner rules of the werewolves family (loaded by file path; `build(facts, manifest) -> TaskSpec`).
 
-The family seats 9 fixed players (3 werewolves, seer, witch, hunter, 3 villagers): counts that match are
-read, counts that differ are left for `unparsed`. Which roles train and which play a static model is read
+The role table is the `roles` parameter (standard: 3 werewolves, seer, witch, hunter, 3 villagers); the spec's
+role counts and player count set it (`role_table` states how). Which roles train and which play a static model is read
 per clause segment (split at commas): a segment naming roles with "trainable / share" puts them on the
 trainable server; one with "static / frozen / played by" or a static model's name puts them on that model;
 a segment naming roles without either takes the next segment's side ("the hunter, the witch and the
-villagers are played by ..."). With no such statement the seed's split is used (and noted).
+villagers are played by ..."). With no such statement the seed's split is used (and noted), less any role the
+table seats none of; a trainable role without a seat, like an unplayable table, is a PlannerError.
 """
 
 from __future__ import annotations
 
 import re
 
+from vibe_rl.errors import PlannerError
 from vibe_rl.planner.common import (
     constraints,
     first_given,
@@ -37,7 +39,6 @@ ROLE_WORDS = {
     "hunter": r"猎人|\bhunters?\b",
     "villager": r"平民|村民|\bvillagers?\b",
 }
-SEATS = {"werewolf": 3, "seer": 1, "witch": 1, "hunter": 1, "villager": 3}
 ROLES = list(ROLE_WORDS)
 TRAINABLE_WORDS = (r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|"
                    r"\btrain(?:s|ing)?\b(?! (?:for|until|on|goals?)\b)")
@@ -79,38 +80,159 @@ def roles_in(text: str) -> list[str]:
     return [role for role, pattern in ROLE_WORDS.items() if re.search(pattern, text, re.IGNORECASE)]
 
 
-def seat_counts(facts: Facts, notes: list[str]) -> None:
-    """Mark role and player counts that match the family's fixed seats; note a different one."""
-    for role, pattern in ROLE_WORDS.items():
-        for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:{pattern})"):
-            if to_int(m.group(1)) == SEATS[role]:
+# A count of a role: "3 werewolves", "4狼", "两个狼人", "one witch", "werewolves: 4", "平民×4". "wolves" counts
+# the werewolves here only ("7 players, 2 wolves"), never "wolf king" or a tmux name like wolf-swarm-server.
+COUNT_WORDS = {**ROLE_WORDS, "werewolf": r"狼人(?!杀)|狼(?![人杀王])|werewol(?:f|ves)|\bwol(?:f|ves)\b(?![-\w]| king)"}
+_SEAT = r"\s*(?:名|个|位|张)?\s*"
+# A role count right after a game action is the action's object, not the table ("kill one villager").
+ACTION_WORDS = (r"(?:kill|attack|check|save|poison|vote|banish|eliminat\w*|shoot|choose|pick|target)s?\s+(?:\w+\s+)?$|"
+                r"(?:杀|击杀|查验|放逐|投票|毒|救|带走|选择|淘汰)\s*$")
+NEGATION = r"(?:\bno\b|\bwithout\b|\bneither\b|\bnor\b|没有|不要|不设|不含|去掉|无(?!法))"
+_LIST_SEP = r"\s*(?:,|，|、|/|\bor\b|\band\b|\bnor\b|或|和|及|与)\s*(?:an?\s+|the\s+|any\s+)?"
+PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场|[:：(（])))"
+                rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}")
+MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
+
+
+def _seats(roles: dict[str, int]) -> str:
+    """'4 werewolves, 1 seer, 1 hunter and 5 villagers' (roles with no seat left out)."""
+    plural = {"werewolf": "werewolves", "witch": "witches"}
+    return _and([f"{n} {role if n == 1 else plural.get(role, role + 's')}" for role, n in roles.items() if n])
+
+
+def _counts_in(facts: Facts, text: str) -> dict[str, list[tuple[int, re.Match]]]:
+    """Role -> (count, match) for every count and every "no <role>" the text states."""
+    found: dict[str, list[tuple[int, re.Match]]] = {role: [] for role in ROLES}
+    for role, pattern in COUNT_WORDS.items():
+        forms = (rf"{NUM}{_SEAT}(?:{pattern})",
+                 rf"(?:{pattern})\s*(?:[:：=×xX*]\s*{NUM}(?:\s*(?:名|个|位|人)(?!局))?|{NUM}\s*(?:名|个|位|人)(?!局))")
+        for form in forms:
+            for m in re.finditer(form, text, re.IGNORECASE):
+                number = next(g for g in m.groups() if g)
+                before = text[text.rfind("\n", 0, m.start()) + 1:m.start()][-24:]
+                if re.search(ACTION_WORDS, before, re.IGNORECASE):
+                    continue
+                found[role].append((to_int(number), m))
+    roles_re = "|".join(f"(?:{p})" for p in COUNT_WORDS.values())
+    neg = rf"{NEGATION}\s*(?:an?\s+|the\s+|any\s+)?(?:{roles_re})(?:{_LIST_SEP}(?:{roles_re}))*"
+    for m in re.finditer(neg, text, re.IGNORECASE):
+        if re.match(r"\s+(?:is|are|was|trains?|learns?|gets?|uses?|plays?|can|may|will|should)\b", text[m.end():],
+                    re.IGNORECASE):
+            continue  # "no villager is trained": not the table
+        for role in roles_in(m.group()) + (["werewolf"] if re.search(r"\bwol(?:f|ves)\b", m.group(), re.I) else []):
+            found[role].append((0, m))
+    return found
+
+
+def listed_gods(text: str, counts: dict[str, list[tuple[int, re.Match]]]) -> list[str]:
+    """Seer, witch or hunter named without a number on a line that counts roles ("4狼、预言家、女巫、猎人、4平民",
+    "2 werewolves, a seer, 3 villagers"): one seat each."""
+    lines = {(text.rfind("\n", 0, m.start()) + 1, (text.find("\n", m.end()) + 1 or len(text) + 1) - 1)
+             for found in counts.values() for n, m in found if n}
+    return [role for role in ("seer", "witch", "hunter") if not counts[role]
+            and any(re.search(ROLE_WORDS[role], text[a:b], re.IGNORECASE) for a, b in lines)]
+
+
+def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, int]:
+    """The seats the spec asks for, read from per-role counts and a total player count.
+
+    A role count is a number before the role ("3 werewolves", "4狼", "两个狼人", "one witch") or after it
+    ("werewolves: 4", "平民 4 名"); "no hunter" / "without a witch" / "没有猎人" / "不要女巫" seat 0. A number
+    right after a game action ("kill one villager") and a player count below 3 ("投票放逐一名玩家") are rule
+    wording, not the table. Roles not named keep the standard count (1 seer, 1 witch, 1 hunter); with a total
+    ("12 players", "12人局") and no werewolf count, a third of the table are werewolves; villagers fill the
+    remainder unless their count is given, and then the counts must add up to the total. Every number read is
+    marked; a role given two different counts, a contradiction or an unplayable table is a PlannerError that
+    names the fix.
+    """
+    standard: dict[str, int] = dict(manifest.parameters["roles"].default)
+    text = without_game_name(facts.text)
+    given: dict[str, int] = {}
+    found = _counts_in(facts, text)
+    for role, counts in found.items():
+        values = sorted({n for n, _ in counts})
+        if len(values) > 1:
+            raise PlannerError(f"The spec gives {' and '.join(map(str, values))} {role} seats "
+                               f"({'; '.join(repr(m.group().strip()) for _, m in counts)}): state the count once.")
+        if values:
+            given[role] = values[0]
+            for _, m in counts:
                 facts.src.mark(*m.span())
-            else:
-                notes.append(f"The werewolves family seats {SEATS[role]} {role}(s); the spec asks for "
-                             f"{m.group(1)} (see unparsed): edit DEFAULT_ROLES in game_engine.py after rendering.")
-    for m in facts.src.finditer(rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场)))"):
-        n = to_int(m.group(1))
-        if n == sum(SEATS.values()):
-            facts.src.mark(*m.span())
-        elif n is not None and n < 3:  # "投票放逐一名玩家", "kill one player": a rule's wording, not the table
+    given |= {role: 1 for role in listed_gods(text, found)}
+    totals = set()
+    for m in re.finditer(PLAYER_COUNT, text, re.IGNORECASE):
+        n = to_int(next(g for g in m.groups() if g))
+        if n < 3:  # "投票放逐一名玩家", "kill one player": a rule's wording, not the table
             continue
-        else:
-            notes.append(f"The werewolves family seats {sum(SEATS.values())} players (3 werewolves, seer, witch, "
-                         f"hunter, 3 villagers); the spec asks for {m.group(1)} (see unparsed): edit DEFAULT_ROLES "
-                         "in game_engine.py after rendering.")
+        totals.add(n)
+        facts.src.mark(*m.span())
+    if len(totals) > 1:
+        raise PlannerError(f"The spec gives {' and '.join(map(str, sorted(totals)))} players: state the player count "
+                           "once.")
+    total = totals.pop() if totals else None
+    if not given and total is None:
+        notes.append(f"No role table given: seating the standard {sum(standard.values())} players "
+                     f"({_seats(standard)}; game.roles).")
+        return standard
+    roles = {role: given.get(role, standard[role]) for role in ROLES}
+    if total is not None and "werewolf" not in given:
+        roles["werewolf"] = max(1, total // 3)
+        notes.append(f"No werewolf count given: a third of the {total} players, {roles['werewolf']} werewolves.")
+    kept = [r for r in ("seer", "witch", "hunter") if r not in given and roles[r]]
+    if total is not None and "villager" not in given:
+        roles["villager"] = total - sum(n for role, n in roles.items() if role != "villager")
+        if roles["villager"] < 0:
+            raise PlannerError(
+                f"The spec asks for {total} players, but {_seats({**roles, 'villager': 0})} already fill "
+                f"{total - roles['villager']} seats: say {total - roles['villager']} players, or fewer roles "
+                f"(e.g. 'no {kept[-1] if kept else 'hunter'}').")
+        notes.append(f"Villagers fill the rest of the {total} players: {roles['villager']} villagers.")
+    seated = sum(roles.values())
+    if total is not None and seated != total:
+        raise PlannerError(
+            f"The spec asks for {total} players, but its role counts seat {seated} ({_seats(roles)}"
+            + (f"; the {_and(kept)} kept the standard 1 seat" if kept else "") + "): make them agree, e.g. "
+            f"{_seats({'villager': abs(total - seated)}).replace(' ', ' more ' if total > seated else ' fewer ', 1)} or "
+            f"'{seated} players'.")
+    if kept:
+        notes.append(f"The spec does not count the {_and(kept)}: 1 seat each (say 'no {kept[0]}' to leave one out).")
+    check_table(roles)
+    notes.append(f"Seats {seated} players: {_seats(roles)} (game.roles).")
+    return roles
 
 
-def other_roles(facts: Facts, notes: list[str]) -> None:
+def check_table(roles: dict[str, int], trainable: list[str] | None = None) -> None:
+    """A table the game cannot be played with is a PlannerError naming the fix."""
+    seated, wolves = sum(roles.values()), roles.get("werewolf", 0)
+    if wolves < 1:
+        raise PlannerError("The role table seats no werewolf: the village would win before the first night. Give "
+                           "at least 1 werewolf (e.g. '2 werewolves').")
+    if seated < MIN_PLAYERS:
+        raise PlannerError(f"The role table seats {seated} players ({_seats(roles)}); the werewolves family needs at "
+                           f"least {MIN_PLAYERS}: add villagers (e.g. '{MIN_PLAYERS} players').")
+    if seated > MAX_PLAYERS:
+        raise PlannerError(f"The role table seats {seated} players; the werewolves family seats at most "
+                           f"{MAX_PLAYERS}: ask for fewer players.")
+    if wolves >= seated - wolves:
+        raise PlannerError(f"The role table seats {wolves} werewolves against {seated - wolves} other players "
+                           f"({_seats(roles)}): the werewolves would already have won. Seat fewer werewolves or more "
+                           f"villagers (at least {2 * wolves + 1} players for {wolves} werewolves).")
+    for role in trainable or []:
+        if not roles.get(role):
+            raise PlannerError(f"The spec trains the {role}, but its role table seats no {role} ({_seats(roles)}): "
+                               f"give the {role} a seat, or leave it out of the trainable roles.")
+
+
+def other_roles(facts: Facts, notes: list[str], roles: dict[str, int]) -> None:
     """Note roles of other Werewolves variants that the family has no seat for (guard, idiot, cupid, ...)."""
     named = sorted({m.group().lower() for m in facts.src.finditer(OTHER_ROLES)})
     if named:
         notes.append(f"The spec names role(s) the werewolves family has no seat for ({', '.join(named)}): the plan "
-                     "seats 3 werewolves, the seer, the witch, the hunter and 3 villagers; add the other roles in "
-                     "game_engine.py after rendering.")
+                     f"seats {_seats(roles)}; add the other roles in game_engine.py after rendering.")
 
 
-def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
-    """(trainable roles, static roles) in seat-table order."""
+def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str]]:
+    """(trainable roles, static roles) in seat-table order; the default split leaves out roles without a seat."""
     trainable: set[str] = set()
     static: set[str] = set()
     names = [m.name.lower() for _, m in facts.static_models]
@@ -137,9 +259,11 @@ def split_roles(facts: Facts, notes: list[str]) -> tuple[list[str], list[str]]:
             listed.update(pending)
     static -= trainable
     if not trainable and not static:
-        trainable = set(DEFAULT_TRAINABLE)
-        notes.append("The spec does not say which roles train: the werewolves and the seer share the trainable "
-                     "model, the other roles play the static model (the family's default).")
+        trainable = {r for r in DEFAULT_TRAINABLE if seats.get(r)}
+        notes.append("The spec does not say which roles train: " + (
+            "the werewolves and the seer share the trainable model" if "seer" in trainable else
+            "the werewolves take the trainable model (the table seats no seer)")
+            + ", the other roles play the static model (the family's default).")
     elif not trainable:
         notes.append("No role is trainable in this spec: nothing would learn (`vibe-rl doctor` reports it). "
                      "Say which roles share the trainable model.")
@@ -190,9 +314,9 @@ def gpus(facts: Facts, notes: list[str]) -> tuple[int, int]:
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
-    seat_counts(facts, notes)
-    other_roles(facts, notes)
-    game: dict = {}
+    seats = role_table(facts, notes, manifest)
+    other_roles(facts, notes, seats)
+    game: dict = {"roles": seats}
     if facts.src.search(SIDE_RULE_WORDS):
         game["win_rule"] = "side"
     elif not facts.src.search(PARITY_WORDS):
@@ -204,7 +328,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     game = manifest.resolve_parameters(game)
-    trainable, static = split_roles(facts, notes)
+    trainable, static = split_roles(facts, notes, seats)
+    check_table(seats, trainable)
     model = opponent(facts, notes)
     teams = teams_for(trainable, static, model.name)
     if static:
@@ -231,7 +356,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
         title=(f"Werewolves: GRPO with a shared {'/'.join(trainable)} model" if len(trainable) > 1 else
                (f"Werewolves: GRPO for the {trainable[0]}" if trainable else "Werewolves: GRPO")),
-        description=(f"Train the {_and(trainable) or 'no role'} of a 9-player Werewolves game on one shared model "
+        description=(f"Train the {_and(trainable) or 'no role'} of a {sum(seats.values())}-player Werewolves game on one shared model "
                      f"({model_path}) against the {_and(static) or 'nobody'} played by {model.name}."),
         gpus=total, game=game, teams=teams, servers=[server], static_models=[model] if static else [],
         training=training(facts, notes, batch_size=32, grpo_n=6, temperature=0.7), modes=modes,
