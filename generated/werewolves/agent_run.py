@@ -21,7 +21,7 @@ import random
 from openai import BadRequestError
 from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, RoleLLM, Task, WorkflowOutput
 
-from game_engine import DEFAULT_ROLES, SKIP, WEREWOLF, Game, Player, reward_for
+from game_engine import HUNTER, SEER, SKIP, WEREWOLF, WITCH, Game, Player, reward_for
 
 # Role -> the server (trainable) or static model its calls reach.
 TEAM_MODELS = {
@@ -46,17 +46,28 @@ FIRST = ("Ada Ben Cleo Dara Eli Faye Gus Hana Ivan Jade Kai Lena Milo Nora Omar 
 LAST = ("Abbott Brooks Castro Diaz Evans Fischer Garcia Haddad Ito Jensen Kowal Larsen Moreau Novak Okafor "
         "Park Quist Rossi Silva Tanaka Ueda Vargas Weber Xu Young Zhou Adler Berg Costa Dutta").split()
 NAMES = [f"{first} {last}" for first in FIRST for last in LAST]  # 1200 names
-# The seats come from game_engine.DEFAULT_ROLES: edit that table to change the roles or the player count.
-SEATS = sum(DEFAULT_ROLES.values())
-_SEATED = [f"{n} {role if n == 1 else {WEREWOLF: 'werewolves', 'witch': 'witches'}.get(role, role + 's')}"
-           for role, n in DEFAULT_ROLES.items() if n]
+# Role -> seats dealt every game (the plan's game.roles): edit it to change the roles or the player count;
+# the seats, the deal and the prompt follow it.
+ROLES = {
+    "werewolf": 3,
+    "seer": 1,
+    "witch": 1,
+    "hunter": 1,
+    "villager": 3,
+}
+SEATS = sum(ROLES.values())
+_SEATED = [f"{n} {role if n == 1 else {WEREWOLF: 'werewolves', WITCH: 'witches'}.get(role, role + 's')}"
+           for role, n in ROLES.items() if n]
 SEAT_TABLE = ", ".join(_SEATED[:-1]) + " and " + _SEATED[-1] if len(_SEATED) > 1 else "".join(_SEATED)
+_NIGHT = ["the werewolves attack a player"] + [power for role, power in (
+    (SEER, "the seer learns whether one player is a werewolf"),
+    (WITCH, "the witch may save the victim or poison a player (each potion once per game)")) if ROLES.get(role)]
+NIGHT = ", ".join(_NIGHT[:-1]) + (", and " if len(_NIGHT) > 2 else " and ") + _NIGHT[-1] if len(_NIGHT) > 1 else _NIGHT[0]
 
 SYSTEM = (
     f"You play Werewolves with {SEATS} players: {SEAT_TABLE}. Each night "
-    "the werewolves attack a player, the seer learns whether one player is a werewolf, and the witch may save "
-    "the victim or poison a player (each potion once per game). A hunter who dies may shoot a player, unless "
-    "poisoned. Each day everyone speaks, then all vote one player out; a tie eliminates nobody. The village "
+    + NIGHT + ". " + ("A hunter who dies may shoot a player, unless poisoned. " if ROLES.get(HUNTER) else "")
+    + "Each day everyone speaks, then all vote one player out; a tie eliminates nobody. The village "
     "wins when every werewolf is dead; the werewolves win once they are at least as many as the others."
 )
 ASK = {
@@ -149,7 +160,7 @@ def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], seed: int | N
     rng = random.Random(seed)
     ids = [f"player_{n}" for n in rng.sample(range(1, 100), SEATS)]
     info = task.metadata
-    game = Game.deal(ids, rng.sample(NAMES, SEATS), seed=int(info.get("seed", task.task_id)),
+    game = Game.deal(ids, rng.sample(NAMES, SEATS), seed=int(info.get("seed", task.task_id)), roles=ROLES,
                      win_rule=info.get("win_rule", "parity"), max_days=info.get("max_days", 12))
     router = LLMRouter(TEAM_MODELS, endpoints, trainable={TRAINABLE}, episode_for=episode_of)
     players = LLMPlayers({role: router.llm_for(role) for role in TEAM_MODELS}, rng)

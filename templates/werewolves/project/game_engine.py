@@ -1,6 +1,7 @@
 """Werewolves rules: pure game logic, no LLM. Decisions come from a `Decider` (LLM players, or a script).
 
-Setup: 9 players - 3 werewolves, 1 seer, 1 witch, 1 hunter, 3 villagers - seated in a seeded random order.
+Setup: a role table (`Game.deal(roles=...)`; DEFAULT_ROLES, the standard 9 players: 3 werewolves, 1 seer,
+1 witch, 1 hunter, 3 villagers), seated in a seeded random order. A role with no seat simply never acts.
 Sides: the werewolves against the village (the "gods" seer, witch and hunter, plus the villagers).
 
 Night, in this order:
@@ -17,7 +18,8 @@ Day: the living players speak in seat order, then each votes to eliminate anothe
   Most votes wins; a tie eliminates nobody. An eliminated hunter shoots.
 Win (checked after every death): the village wins when every werewolf is dead. The werewolves win with
   win_rule="parity" (default) when living werewolves >= living non-werewolves, or with win_rule="side"
-  when every villager or every god is dead. A game still open after `max_days` days is a draw.
+  when every villager or every god is dead (a group the table seats none of never counts as dead).
+  A game still open after `max_days` days is a draw.
 An invalid choice (not among the offered options) counts as an abstention and is counted in
 `invalid_actions`, so nothing is dropped silently.
 """
@@ -111,8 +113,9 @@ class Game:
             self.winner = VILLAGE_WIN
         elif self.win_rule == "parity" and wolves >= others:
             self.winner = WEREWOLVES_WIN
-        elif self.win_rule == "side" and (not self.with_role(VILLAGER, alive_only=True)
-                                          or not any(self.with_role(g, alive_only=True) for g in GODS)):
+        elif self.win_rule == "side" and any(
+                not any(p.alive and p.role in group for p in self.players)
+                for group in ((VILLAGER,), GODS) if any(p.role in group for p in self.players)):
             self.winner = WEREWOLVES_WIN
         return self.winner
 

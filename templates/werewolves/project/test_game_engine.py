@@ -4,6 +4,7 @@ Run: python -m pytest test_game_engine.py
 """
 
 import random
+from collections import Counter
 
 import pytest
 
@@ -307,3 +308,73 @@ def test_rewards_follow_the_players_side():
     assert ge.reward_for("seer", "werewolves") == 0.0
     assert ge.reward_for("seer", "village") == 1.0
     assert ge.reward_for("werewolf", "draw") == ge.reward_for("villager", "draw") == 0.0
+
+
+# ---- other role tables ----
+
+class VillageHunts(Script):
+    """The village votes out the first werewolf it is offered, the werewolves the first non-werewolf; the
+    werewolves attack the first option; the witch and the hunter (when seated) do nothing."""
+
+    def choose(self, game, player, action, options):
+        if action == "day_vote":
+            self.asked.append((action, player.pid, list(options)))
+            wolves = [o for o in options if game.get(o).role == "werewolf"]
+            others = [o for o in options if game.get(o).role != "werewolf"]
+            return (others if player.role == "werewolf" else wolves or others)[0]
+        return super().choose(game, player, action, options)
+
+
+def deal(roles, seed=3, **kwargs):
+    n = sum(roles.values())
+    return ge.Game.deal([f"player_{i}" for i in range(1, n + 1)], [f"N{i}" for i in range(n)], seed=seed,
+                        roles=roles, **kwargs)
+
+
+def test_table_without_witch_and_hunter_plays_to_the_end():
+    roles = {"werewolf": 2, "seer": 1, "witch": 0, "hunter": 0, "villager": 3}
+    game = deal(roles)
+    assert Counter(p.role for p in game.players) == {"werewolf": 2, "seer": 1, "villager": 3}
+    script = VillageHunts()
+    # night 1: 2 wolves vs 3; day 1: a wolf is out; night 2: 1 vs 2; day 2: the last wolf is out
+    assert game.play(script) == "village" and game.day == 2
+    assert not script.actions("witch_save") and not script.actions("witch_poison")
+    assert not script.actions("hunter_shoot") and script.actions("seer_check")
+    assert game.invalid_actions == 0 and game.public_log[-1] == "Game over after 2 day(s): village."
+    # side rule: the seer is the only god, so killing her on night 1 wins for the werewolves
+    game = deal(roles, win_rule="side")
+    seer = game.with_role("seer")[0].pid
+    assert game.play(Script({("wolf_kill", w.pid): seer for w in game.with_role("werewolf")})) == "werewolves"
+    assert game.day == 1 and len(game.living()) == 5
+    # a village that never votes anyone out loses at parity: 2 wolves vs 4, 3, then 2
+    game = deal(roles)
+    script = Script({("day_vote", p.pid): "skip" for p in game.players})
+    assert game.play(script) == "werewolves" and game.day == 2
+    assert len(game.with_role("werewolf", alive_only=True)) == 2 and len(game.living()) == 4
+
+
+def test_twelve_players_play_to_the_end():
+    roles = {"werewolf": 4, "seer": 1, "witch": 1, "hunter": 1, "villager": 5}
+    game = deal(roles, seed=12)
+    assert len(game.players) == 12 and Counter(p.role for p in game.players) == roles
+    assert all(any("werewolves are" in line for line in game.private_log[p.pid]) == (p.role == "werewolf")
+               for p in game.players)
+    script = VillageHunts()
+    assert game.play(script) == "village" and not game.with_role("werewolf", alive_only=True)
+    assert game.invalid_actions == 0 and script.actions("seer_check") and script.actions("witch_poison")
+    winners = {deal(roles, seed=s).play(RandomLegal(s)) for s in range(30)}
+    assert winners <= {"village", "werewolves", "draw"} and {"village", "werewolves"} <= winners
+
+
+def test_side_rule_only_counts_groups_the_table_seats():
+    game = deal({"werewolf": 1, "villager": 4}, win_rule="side")  # no gods: they are not "all dead"
+    assert game.check_winner() is None
+    game.get(next(p.pid for p in game.players if p.role == "villager")).alive = False
+    assert game.check_winner() is None
+    for p in game.with_role("villager"):
+        p.alive = False
+    assert game.check_winner() == "werewolves"
+    game = deal({"werewolf": 1, "seer": 1, "witch": 1, "hunter": 1}, win_rule="side")  # no villagers
+    assert game.check_winner() is None
+    game.get(game.with_role("seer")[0].pid).alive = False
+    assert game.check_winner() is None
