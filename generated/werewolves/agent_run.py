@@ -62,7 +62,7 @@ SEAT_TABLE = ", ".join(_SEATED[:-1]) + " and " + _SEATED[-1] if len(_SEATED) > 1
 _NIGHT = ["the werewolves attack a player"] + [power for role, power in (
     (SEER, "the seer learns whether one player is a werewolf"),
     (WITCH, "the witch may save the victim or poison a player (each potion once per game)")) if ROLES.get(role)]
-NIGHT = ", ".join(_NIGHT[:-1]) + (", and " if len(_NIGHT) > 2 else " and ") + _NIGHT[-1] if len(_NIGHT) > 1 else _NIGHT[0]
+NIGHT = (", ".join(_NIGHT[:-1]) + (", and " if len(_NIGHT) > 2 else " and ") + _NIGHT[-1]) if _NIGHT[1:] else _NIGHT[0]
 
 SYSTEM = (
     f"You play Werewolves with {SEATS} players: {SEAT_TABLE}. Each night "

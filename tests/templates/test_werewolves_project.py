@@ -122,7 +122,7 @@ def test_roll_is_short_and_ruff_clean():
 def test_rule_tests_pass_inside_the_project(project):
     done = pytest_inside(project, "test_game_engine.py")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "25 passed" in done.stdout
+    assert "28 passed" in done.stdout
 
 
 def test_dataset_task_ids_are_unique_seeds():
@@ -206,25 +206,55 @@ def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
             assert (model, auth) == (STATIC, "Bearer key-seer")
 
 
-def test_edited_seat_table_is_what_agent_run_seats_and_prompts(project):
-    """The planner's note for another role set says: edit DEFAULT_ROLES in game_engine.py. agent_run.py must then
-    seat that many players (it sat a hard-coded 9: 'Game.deal' refused 9 names for 7 roles) and its system prompt
-    must name the new table, not the 9-player one."""
-    engine = project / "game_engine.py"
-    source = engine.read_text()
-    default = "DEFAULT_ROLES = {WEREWOLF: 3, SEER: 1, WITCH: 1, HUNTER: 1, VILLAGER: 3}"
-    assert default in source
-    engine.write_text(source.replace(default, "DEFAULT_ROLES = {WEREWOLF: 2, SEER: 1, WITCH: 1, HUNTER: 0, VILLAGER: 3}"))
-    players = ScriptedPlayers()
-    with ScriptedAPI(players) as api:
+def scripted_episode(project: Path) -> tuple[dict, set[str]]:
+    """One episode of `project` against ScriptedPlayers: (the werewolves' episode metadata, system prompts)."""
+    with ScriptedAPI(ScriptedPlayers()) as api:
         done = subprocess.run([sys.executable, "-c", SCRIPTED_DRIVER, api.url], cwd=project, capture_output=True,
                               text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     info = json.loads(done.stdout.strip().splitlines()[-1])["werewolves"]["metadata"]
+    return info, {r["messages"][0]["content"] for r in api.requests}
+
+
+def test_edited_seat_table_is_what_agent_run_seats_and_prompts(project):
+    """ROLES in agent_run.py is the table (the plan's game.roles): edited by hand, agent_run.py must seat that many
+    players (it once sat a hard-coded 9: 'Game.deal' refused 9 names for 7 roles) and its system prompt must name
+    the new table and leave out the powers of roles without a seat."""
+    run = project / "agent_run.py"
+    source = run.read_text()
+    default = '"werewolf": 3,\n    "seer": 1,\n    "witch": 1,\n    "hunter": 1,\n    "villager": 3,'
+    assert default in source and "roles=ROLES" in source
+    run.write_text(source.replace(default, default.replace('"werewolf": 3', '"werewolf": 2').replace('"hunter": 1',
+                                                                                                     '"hunter": 0')))
+    info, systems = scripted_episode(project)
     assert Counter(info["roles"].values()) == {"werewolf": 2, "seer": 1, "witch": 1, "villager": 3}
-    systems = {r["messages"][0]["content"] for r in api.requests}
     assert systems and all("Werewolves with 7 players: 2 werewolves, 1 seer, 1 witch and 3 villagers." in text
-                           for text in systems), sorted(systems)[:1]
+                           and "hunter" not in text for text in systems), sorted(systems)[:1]
+
+
+def test_six_player_table_renders_and_agent_run_seats_six(tmp_path):
+    """A spec's own table ('6 players: 2 werewolves, a seer, 3 villagers, no witch or hunter') is planned into
+    game.roles, rendered into agent_run.py's ROLES and the readme, and an episode deals exactly those 6 seats."""
+    from vibe_rl.scaffold import render_project
+    spec = OfflinePlanner().plan(
+        "Werewolves, 6 players: 2 werewolves, a seer, 3 villagers, no witch or hunter. The werewolves and the seer "
+        "share the trainable model; the villagers are a frozen opponent. Batch size 4, grpo_n 2.")
+    table = {"werewolf": 2, "seer": 1, "witch": 0, "hunter": 0, "villager": 3}
+    assert spec.game["roles"] == table and spec.unparsed == []
+    assert "6-player Werewolves game" in spec.description
+    project = tmp_path / "wolf6"
+    render_project(spec, project)
+    run, readme = (project / "agent_run.py").read_text(), (project / "readme.md").read_text()
+    assert "ROLES = {\n" + "".join(f'    "{r}": {n},\n' for r, n in table.items()) + "}" in run
+    assert "6 players: 2 werewolves, 1 seer and 3 villagers." in readme and "a role with no seat never acts" in readme
+    assert ruff_check(project).returncode == 0
+    assert [f for f in diagnose(project) if f.level == "error"] == []
+    info, systems = scripted_episode(project)
+    assert len(info["roles"]) == 6 and Counter(info["roles"].values()) == {"werewolf": 2, "seer": 1, "villager": 3}
+    assert info["winner"] in ("werewolves", "village") and info["invalid_actions"] == 0
+    assert systems and all("Werewolves with 6 players: 2 werewolves, 1 seer and 3 villagers. Each night the "
+                           "werewolves attack a player and the seer learns whether one player is a werewolf. Each day"
+                           in text for text in systems), sorted(systems)[:1]
 
 
 # ---- one full episode against a real swarm server -------------------------------------------------
