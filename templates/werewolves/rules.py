@@ -186,12 +186,15 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
                 f"The spec asks for {total} players, but {_seats({**roles, 'villager': 0})} already fill "
                 f"{total - roles['villager']} seats: say {total - roles['villager']} players, or fewer roles "
                 f"(e.g. 'no {kept[-1] if kept else 'hunter'}').")
-        notes.append(f"Villagers fill the rest of the {total} players: {roles['villager']} villagers.")
+        notes.append(f"Villagers fill the rest of the {total} players: {roles['villager']} villager"
+                     + ("" if roles["villager"] == 1 else "s") + ".")
     seated = sum(roles.values())
+    unseated = sorted({m.group().lower() for m in re.finditer(OTHER_ROLES, text, re.IGNORECASE)})
     if total is not None and seated != total:
         raise PlannerError(
             f"The spec asks for {total} players, but its role counts seat {seated} ({_seats(roles)}"
-            + (f"; the {_and(kept)} kept the standard 1 seat" if kept else "") + "): make them agree, e.g. "
+            + (f"; the {_and(kept)} kept the standard 1 seat" if kept else "")
+            + (f"; {', '.join(unseated)} has no seat in this family" if unseated else "") + "): make them agree, e.g. "
             f"{_seats({'villager': abs(total - seated)}).replace(' ', ' more ' if total > seated else ' fewer ', 1)} or "
             f"'{seated} players'.")
     if kept:
