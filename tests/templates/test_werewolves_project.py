@@ -247,6 +247,8 @@ def test_six_player_table_renders_and_agent_run_seats_six(tmp_path):
     run, readme = (project / "agent_run.py").read_text(), (project / "readme.md").read_text()
     assert "ROLES = {\n" + "".join(f'    "{r}": {n},\n' for r, n in table.items()) + "}" in run
     assert "6 players: 2 werewolves, 1 seer and 3 villagers." in readme and "a role with no seat never acts" in readme
+    rules = readme[readme.index("- Night:"):readme.index("Actions are")]
+    assert "seer" in rules and "witch" not in rules and "hunter" not in rules, rules  # only seated roles' powers
     assert ruff_check(project).returncode == 0
     assert [f for f in diagnose(project) if f.level == "error"] == []
     info, systems = scripted_episode(project)
