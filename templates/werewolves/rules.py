@@ -234,8 +234,18 @@ def other_roles(facts: Facts, notes: list[str], roles: dict[str, int]) -> None:
                      f"seats {_seats(roles)}; add the other roles in game_engine.py after rendering.")
 
 
+def _table_segment(segment: str) -> bool:
+    """Whether a comma part states the seat table ("8 人局（2 狼、预言家", "12 players: 4 wolves"): a player count
+    or two role counts. Its roles describe the game; they are not the subject of a trainable or static word
+    in the same part ("狼人杀训练：8 人局（2 狼、预言家、女巫、4 平民" trains nobody by itself)."""
+    counts = sum(len(re.findall(rf"{NUM}{_SEAT}(?:{p})", segment, re.IGNORECASE)) for p in COUNT_WORDS.values())
+    return bool(re.search(PLAYER_COUNT, segment, re.IGNORECASE)) or counts >= 2
+
+
 def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str]]:
-    """(trainable roles, static roles) in seat-table order; the default split leaves out roles without a seat."""
+    """(trainable roles, static roles) in seat-table order; the default split leaves out roles without a seat.
+    A part that states the seat table only describes the game, and a role said to have no seat ("不要猎人",
+    "no hunter") is given no side."""
     trainable: set[str] = set()
     static: set[str] = set()
     names = [m.name.lower() for _, m in facts.static_models]
@@ -244,6 +254,11 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
         listed = None  # the side of a "key: roles" segment ("trainable: seer, witch"): its list goes on after commas
         for segment in re.split(r"[,，]", line):
             roles, lower = roles_in(segment), segment.lower()
+            if re.search(NEGATION, segment, re.IGNORECASE):
+                roles = [r for r in roles if seats.get(r)]
+            if _table_segment(segment):
+                pending += roles
+                continue
             if re.search(STATIC_WORDS, segment, re.IGNORECASE) or any(name in lower for name in names):
                 side = static
             elif re.search(TRAINABLE_WORDS, segment, re.IGNORECASE):

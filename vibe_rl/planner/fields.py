@@ -1,8 +1,8 @@
 """The training numbers of a spec (TaskSpec.training): each field with the phrasings people use for it.
 
 A field is read where its name and a number meet ("batch size 16", "lr=5e-6", "学习率 1e-5", "8 samples per
-prompt", "rollouts_per_prompt: 8", "each prompt gets 8 rollouts", "每个 prompt 采样 8 条", "每局重复 8 次", "stop
-training at 300 steps"). A negative number after a field name is read
+prompt", "8 samples per game", "rollouts_per_prompt: 8", "each prompt gets 8 rollouts", "每个 prompt 采样 8 条",
+"每局重复 8 次", "每局 4 次采样", "stop training at 300 steps"). A negative number after a field name is read
 too, so that the plan refuses it with the field named (instead of keeping the default and hiding the value).
 A field the spec gives twice with different values keeps the first, says so in a note, and leaves the other
 unmarked, so it is listed in `unparsed`.
@@ -22,7 +22,7 @@ IS = r"\s*(?:of|is|=|:|：|为|是|设为|设置为|to)?\s*"
 FLOAT = r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?!\d|\.\d)"
 _NOT_MICRO = r"(?<!micro)(?<!mini)(?<!micro[\s_-])(?<!mini[\s_-])(?<!ppo[\s_-])"
 _SAMPLE = r"(?:rollouts?|episodes?|samples?|games?|plays?|generations?|completions?|responses?|trajectories|attempts)"
-_PER_TASK = r"(?:task|prompt|group|seed|question|problem|query)"
+_PER_TASK = r"(?:task|prompt|group|seed|question|problem|query|game|deal|puzzle)"
 # "N steps" alone in its comma part ("who is spy, 8 GPUs, 100 steps.", "use 200 steps", "，200 步，"); with any
 # other word ("warmup 10 steps", "save every 50 steps") it is not the step limit
 _BARE_STEPS = (rf"(?:\A|(?<=[\n,，;；:：。(（])|(?<=\.\s))\s*(?:(?:please|then|just|use|run|train|training|for|do|with|"
@@ -49,6 +49,7 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
         rf"(?:repeat|sample|play|run|roll\s*out)\w*\s+(?:each|every)\s+(?:{_PER_TASK}|game)\s+{NUM}\s+times",
         rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:is\s+)?(?:repeated|sampled|played|run|rolled\s+out)\s+{NUM}\s+times",
         rf"每一?(?:局|盘|场)(?:游戏|对局)?\s*(?:重复|采样|跑|玩|rollout|生成)\s*{NUM}\s*(?:次|遍)",
+        rf"每一?(?:局|盘|场|个?\s*(?:任务|题|prompts?|问题))(?:游戏|对局)?\s*{NUM}\s*(?:次|遍|条)\s*(?:采样|rollouts?|重复|生成)",
         # "batch of 32 games, 4 samples each": a sample count with "each" alone in its comma part
         rf"(?:\A|(?<=[\n,，;；(（]))\s*{NUM}\s*{_SAMPLE}\s+(?:each|apiece)(?=\s*(?:\Z|[\n,，;；)）]|\.(?!\d)))",
         # "batch 16, group 8" / "bs 32, n eight": a bare "n" or "group" and a number alone in their comma part

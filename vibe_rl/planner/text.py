@@ -153,6 +153,8 @@ class SpecText:
             token = m.group().rstrip(".").lower()
             if m.lastgroup != "num" and (token in values or any(token in v for v in values)):
                 continue
+            if m.lastgroup == "model" and any(_abbreviates(v, token) for v in values):
+                continue
             start, end = self._part_around(*self.clause_of(m.start()), m.start())
             clause = self.text[start:end].strip(" \t-*:：").rstrip(".。 ")
             if clause and clause not in out:
@@ -192,6 +194,13 @@ class SpecText:
             if ref.start() <= m.start() < ref.end():
                 return True
         return False
+
+
+def _abbreviates(path: str, name: str) -> bool:
+    """'Qwen2.5-3B-Instruct (/data/models/qwen2.5-3b)': the last folder of a planned path that the model name
+    starts with (at least a family name and a digit) makes the name that path's, so it is not reported."""
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    return "/" in path and len(base) >= 4 and any(c.isdigit() for c in base) and name.startswith(base)
 
 
 SKIP_KEYS = frozenset({"notes", "unparsed", "description", "title", "spec_text", "spec_quote"})
