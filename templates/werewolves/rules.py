@@ -41,7 +41,7 @@ ROLE_WORDS = {
 }
 ROLES = list(ROLE_WORDS)
 TRAINABLE_WORDS = (r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|"
-                   r"\btrain(?:s|ing)?\b(?! (?:for|until|on|goals?)\b)")
+                   r"\btrain(?:s|ing)?\b(?! (?:for|until|goals?)\b)(?! on\b(?! \.{0,2}/))")
 STATIC_WORDS = r"静态|冻结|\bstatic\b|\bfrozen\b"
 PLAYED_BY_WORDS = r"扮演|驱动|控制|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by|\buses?\b|使用"
 SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"

@@ -101,6 +101,18 @@ def trained_side(text: str) -> str | None:
     return sides.pop() if len(sides) == 1 else None
 
 
+def both_trained(text: str) -> bool:
+    """Whether the spec says both teams train ("both sides train", "train both teams", "卧底和平民都要训练",
+    "spies and civilians are both trained", "双方都训练"): that asks for agent_roll_adv, which `vibe-rl run` then
+    starts (agent_roll trains one side only)."""
+    both = rf"both\s+(?:teams|sides)|双方|两边|两队|(?:{SPY_WORDS})\s*(?:and|和|与|跟)\s*(?:the\s+)?(?:{CIVILIAN_WORDS})|" \
+           rf"(?:{CIVILIAN_WORDS})\s*(?:and|和|与|跟)\s*(?:the\s+)?(?:{SPY_WORDS})"
+    train = r"train\w*|learn\w*|训练"
+    return bool(re.search(rf"(?:{both})[^,.;，。；\n]{{0,12}}?(?:都|both|各自?|each|alike)[^,.;，。；\n]{{0,24}}?(?:{train})"
+                          rf"|(?:both\s+(?:teams|sides)|双方|两边|两队)\s*(?:都|各自?)?\s*(?:要|will|are|get)?\s*(?:{train})"
+                          rf"|train\w*\s+both\s+(?:teams|sides)|(?:{train})\s*(?:双方|两边|两队)", text, re.IGNORECASE))
+
+
 def opponent(facts: Facts, notes: list[str]) -> tuple[str, StaticModel]:
     """(the side that plays a static model in agent_roll, that model). A side the spec says trains decides;
     else a static model belongs to the team named just before it."""
@@ -199,9 +211,9 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
              servers=["server1", "server2"], teams={"civilians": "server1", "spies": "server2"},
              rewarded={"server1": "civilians", "server2": "spies"}, gpus={"server1": adv_gpus[0], "server2": adv_gpus[1]}),
     ]
-    modes = planned_modes(facts, all_modes, notes)
+    modes = planned_modes(facts, all_modes, notes, asked=("agent_roll_adv",) if both_trained(facts.text) else ())
     if (filled and sum(adv_gpus) > total and len(modes) > 1 and "agent_roll_adv" not in facts.modes_named
-            and not re.search(r"adversarial|对抗|both (?:teams|sides)", facts.text, re.IGNORECASE)):
+            and not both_trained(facts.text)):
         modes = [m for m in modes if m.name != "agent_roll_adv"]
         notes.append(f"agent_roll_adv left out: it runs two servers on separate GPUs and the spec gives {total}. "
                      "Give 2 or more GPUs to plan it too.")

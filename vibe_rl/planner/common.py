@@ -83,20 +83,26 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
         notes.append(f"No {what} given: using {name} = {manifest.parameters[name].default}.")
 
 
-def planned_modes(facts: Facts, modes: list[Mode], notes: list[str]) -> list[Mode]:
-    """The family's modes minus the excluded ones; only the requested ones when the spec says 'only'."""
+def planned_modes(facts: Facts, modes: list[Mode], notes: list[str], asked: tuple[str, ...] = ()) -> list[Mode]:
+    """The family's modes minus the excluded ones; only the requested ones when the spec says 'only'. A mode the
+    spec names ("对抗模式", "mode: agent_roll_adv"), or one the family's rules read from its words (`asked`:
+    "both sides train" asks for who_is_spy's agent_roll_adv), comes first, in the order the spec names them:
+    `vibe-rl run` starts the first mode, so it is the one the spec asks for."""
     names = [m.name for m in modes]
     keep = [m for m in modes if m.name in facts.modes_only] if facts.modes_only else \
         [m for m in modes if m.name not in facts.modes_excluded]
+    named = [n for n in dict.fromkeys([*facts.modes_named, *asked]) if n in names]
+    keep.sort(key=lambda m: named.index(m.name) if m.name in named else len(named))
     for mode in facts.modes_excluded:
         if mode in names:
             notes.append(f"Mode {mode} left out: the spec excludes it.")
     if facts.modes_only:
         notes.append(f"Only mode(s) {', '.join(m.name for m in keep)} planned, as the spec asks.")
     elif len(keep) > 1:
-        notes.append(f"Modes planned: {', '.join(m.name for m in keep)}; `vibe-rl run` starts {keep[0].name} "
+        why = " (the mode the spec asks for)" if keep[0].name in named and len(named) < len(keep) else ""
+        notes.append(f"Modes planned: {', '.join(m.name for m in keep)}; `vibe-rl run` starts {keep[0].name}{why} "
                      f"unless --mode says otherwise.")
-        added = [m.name for m in keep if m.name not in facts.modes_named]
+        added = [m.name for m in keep if m.name not in named]
         if added and len(added) < len(keep):
             notes.append(f"Mode(s) {', '.join(added)} added although the spec does not name them (the family "
                          f"has them); say 'no {added[0]}' to leave one out.")

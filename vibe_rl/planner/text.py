@@ -153,7 +153,8 @@ class SpecText:
             token = m.group().rstrip(".").lower()
             if m.lastgroup != "num" and (token in values or any(token in v for v in values)):
                 continue
-            if m.lastgroup == "model" and any(_abbreviates(v, token) for v in values):
+            if m.lastgroup == "model" and (any(_abbreviates(v, token) for v in values)
+                                           or _next_to_path(self.text, m.start(), m.end(), values)):
                 continue
             start, end = self._part_around(*self.clause_of(m.start()), m.start())
             clause = self.text[start:end].strip(" \t-*:：").rstrip(".。 ")
@@ -201,6 +202,14 @@ def _abbreviates(path: str, name: str) -> bool:
     starts with (at least a family name and a digit) makes the name that path's, so it is not reported."""
     base = path.rstrip("/").rsplit("/", 1)[-1]
     return "/" in path and len(base) >= 4 and any(c.isdigit() for c in base) and name.startswith(base)
+
+
+def _next_to_path(text: str, start: int, end: int, paths: set[str]) -> bool:
+    """'Qwen2.5-7B-Instruct at /m/qwen7b', 'Qwen3-8B（/ckpt/q8b）', '/m/q7b (Qwen2.5-7B)': a model name right
+    next to a planned path names the model at that path, so it is not reported."""
+    after = re.match(r"\s*(?:at|@|in|from|under|:|：|=|->)?\s*[(（`]?\s*(\.{0,2}/[^\s`，,;；)）]+)", text[end:end + 200])
+    before = re.search(r"(\.{0,2}/[^\s`，,;；(（]+)`?\s*[(（]\s*$", text[max(0, start - 200):start])
+    return any(m is not None and m.group(1).rstrip(".").lower() in paths for m in (after, before))
 
 
 SKIP_KEYS = frozenset({"notes", "unparsed", "description", "title", "spec_text", "spec_quote"})

@@ -1,0 +1,108 @@
+"""Models that play a side or judge rather than train: provider models the planner knows (each with its
+base URL and API key env var), and any model name the words around it give to a side.
+
+A model name plays a side (a static model) when the nearest context word before it in its comma part says so
+("played by", "opponent", "against", "由 ... 扮演", "对手"), else the first one after it ("glm-4-plus 扮演卧底"),
+else when it is assigned to a role ("undercover = claude-3-5-sonnet", "spies: deepseek-chat", "werewolves ->
+llama-3-70b", "卧底：glm-4-plus") and no local path or training word follows it in its part or its aside
+("civilians = Qwen3-8B (/ckpt/qwen3-8b)" names the trainable model), else when an API key env var stands in
+its part ("glm-4-plus via ZHIPU_API_KEY"). A name said to judge in every mention ("a judge gpt-4o", "评委模型
+gpt-4o", "judge = deepseek-chat") is a judge, not a player.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vibe_rl.planner.text import MODEL_NAME, SpecText
+from vibe_rl.schema.job import StaticModel
+
+# Static models people name in specs: pattern -> (base_url, api_key_env).
+KNOWN_STATIC = [
+    (r"qwen[\w.-]*-(?:max|plus|turbo)[\w.-]*|qwen3-235b-a22b[\w.-]*",
+     "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
+    (r"gpt-4o(?:-mini)?|gpt-4\.1(?:-mini)?|gpt-5(?:-mini)?|o3-mini", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    (r"deepseek-(?:chat|reasoner)", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    (r"glm-4-(?:plus|air\w*|flash\w*|long)|glm-4\.[5-9](?:-(?:air|flash)\w*)?|glm-z1[\w-]*",
+     "https://open.bigmodel.cn/api/paas/v4", "ZHIPU_API_KEY"),
+    (r"moonshot-v1-\w+|kimi-k2[\w.-]*", "https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"),
+    (r"gemini-[\d.]+-(?:pro|flash)[\w.-]*", "https://generativelanguage.googleapis.com/v1beta/openai/",
+     "GEMINI_API_KEY"),
+    # Anthropic's OpenAI-compatible endpoint (the swarm calls static models with the OpenAI SDK)
+    (r"claude-[\w.-]*[a-z\d]", "https://api.anthropic.com/v1/", "ANTHROPIC_API_KEY"),
+]
+# Words around a model name the planner has no provider for: it plays a side (a static model) or it trains.
+_CONTEXT = (r"(?P<static>played\s+by|\bplays?\b|controlled\s+by|driven\s+by|powered\s+by|\bopponents?\b|\bagainst\b|"
+            r"\bvs\.?(?!\w)|\bversus\b|\bstatic\b|\bfrozen\b|\bfixed\b|\bothers\b|\bthe\s+rest\b|由|扮演|对手|对抗|"
+            r"静态|冻结|固定|其余|其他|驱动|控制)|(?P<train>\btrain\w*|fine[\s-]*tun\w*|base\s+model|\bpolicy\b|"
+            r"\blearners?\b|\binit\w*|start(?:s|ing)?\s+from|训练|微调|基座|初始化|学习)")
+JUDGE_WORDS = r"\bjudg\w*|\bgrader\b|\breferee\b|\bevaluator\b|\barbiter\b|\bscorer\b|裁判|评委|评判|评审|打分|评分"
+# "<role> = <model>", "<role>: <model>", "<role> -> <model>": a model assigned to a role (not to the model itself)
+_ASSIGNED = (r"(?<![\w-])(?!(?:the\s+)?(?:base\s+)?(?:models?|checkpoints?|ckpt|weights|path|policy|actor|模型|基座|权重)"
+             r"\s*(?:=|:|：|->|→|=>)\s*$)[^\W\d_][\w\s]{0,30}?\s*(?:=|:|：|->|→|=>)\s*$")
+_TRAINS_AFTER = r"(?<![\w.])\.{0,2}/[\w.-]+/|\btrain\w*|fine[\s-]*tun\w*|\blearners?\b|训练|微调|可训练"
+
+
+def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
+    found: dict[str, tuple[int, StaticModel]] = {}
+    keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", src.text)
+    for pattern, base_url, key_env in KNOWN_STATIC:
+        for match in src.finditer(rf"(?<![A-Za-z0-9_/.-])({pattern})(?![A-Za-z0-9_/-])"):
+            name = match.group(1).rstrip(".")
+            if name.lower() not in found:
+                env = key_env if key_env in keys or not keys else keys[0]
+                found[name.lower()] = (match.start(), StaticModel(name=name, base_url=base_url, api_key_env=env))
+    for start, end in src.clauses():  # "played by Llama-3-70B served at http://10.0.0.5:8000/v1"
+        url = re.search(r"https?://[^\s`'\"，。；）)]+", src.text[start:end])
+        names = [m for m in re.finditer(MODEL_NAME, src.text[start:end], re.IGNORECASE)
+                 if not (url and url.start() <= m.start() < url.end())]
+        if url and names:
+            name = names[0].group().rstrip(".")
+            model = found.get(name.lower(), (start + names[0].start(), StaticModel(name=name)))
+            model[1].base_url, model[1].api_key_env = url.group().rstrip("."), keys[0] if keys else model[1].api_key_env
+            found[name.lower()] = model
+    for m in src.finditer(MODEL_NAME):  # "spies played by llama-3-70b", "opponent: mistral-large"
+        name = m.group().rstrip(".")
+        if (name.lower() not in found and re.search(r"[\d-]", name)  # "the DeepSeek API" names no model
+                and _static_context(src, m.start(), m.start() + len(name))):
+            found[name.lower()] = (m.start(), StaticModel(name=name))
+    return sorted(found.values(), key=lambda item: item[0])
+
+
+def _static_context(src: SpecText, start: int, end: int) -> bool:
+    """Whether the words around a model name (in its comma part) say it plays a side rather than trains: the
+    nearest such word before the name decides, else the first one after it ("glm-4-plus 扮演卧底")."""
+    c_start, c_end = src.clause_of(start)
+    left = max([c_start] + [c_start + m.end() for m in re.finditer(r"[,，;；、(（)）]", src.text[c_start:start])])
+    right = next((end + m.start() for m in re.finditer(r"[,，;；、(（)）]", src.text[end:c_end])), c_end)
+    before = [(m.start(), bool(m.group("static"))) for m in re.finditer(_CONTEXT, src.text[left:start], re.I)]
+    if before:
+        return before[-1][1]
+    after = re.search(_CONTEXT, src.text[end:right], re.IGNORECASE)
+    if after:
+        return bool(after.group("static"))
+    # "undercover = claude-3-5-sonnet": assigned to a role, unless a path or a training word follows in its part
+    # or aside ("civilians = Qwen3-8B (/ckpt/qwen3-8b)" names the trainable model)
+    tail = src.text[end:next((end + m.start() for m in re.finditer(r"[,，;；]", src.text[end:c_end])), c_end)]
+    if re.search(_ASSIGNED, src.text[left:start], re.IGNORECASE):
+        return not re.search(_TRAINS_AFTER, tail, re.IGNORECASE)
+    # no side or training word: "glm-4-plus via ZHIPU_API_KEY" is called through an API, so it plays a side
+    return bool(re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]))
+
+
+def mentions(text: str, name: str) -> list[re.Match]:
+    """Every mention of a model name (a CJK neighbour is a boundary: "使用qwen-max"); at least the first one."""
+    found = list(re.finditer(rf"(?<![A-Za-z0-9_.-]){re.escape(name)}(?![A-Za-z0-9_-])", text, re.IGNORECASE))
+    return found or [re.search(re.escape(name), text, re.IGNORECASE)]
+
+
+def judge_context(text: str, start: int, end: int) -> bool:
+    """Whether a model name is said to judge rather than play: a judge word just before it in its sentence ("a
+    judge model (deepseek-chat)", "裁判由 qwen-max 担任") or just after it ("gpt-4o as the judge", "qwen-max 做裁判")."""
+    sentence_start = max(text.rfind(c, 0, start) for c in "\n;；。") + 1
+    before = text[max(sentence_start, start - 30):start]
+    return bool(re.search(rf"(?:{JUDGE_WORDS})[^,，;；]{{0,16}}$", before, re.IGNORECASE)
+                or re.match(rf"\s*[)）]?\s*(?:as|is|acts as|serves as|will be|作为|当|做|担任|来当|来做)?\s*(?:the\s+|a\s+|an\s+)?"
+                            rf"(?:{JUDGE_WORDS})", text[end:end + 30], re.IGNORECASE))
+
+
