@@ -21,6 +21,7 @@ from vibe_rl.planner.common import (
 )
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import server_segments
+from vibe_rl.planner.statics import mentions
 from vibe_rl.planner.text import Found
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.spec import Mode, RewardScheme, Server, TaskSpec, Team
@@ -78,7 +79,10 @@ def role_paths(facts: Facts) -> dict[int, Found]:
 
 
 def judge(facts: Facts, game: dict, notes: list[str]) -> None:
-    """The LLM judge's env var prefix: JUDGE in 'JUDGE_MODEL, JUDGE_BASE_URL, JUDGE_API_KEY'."""
+    """The LLM judge's env var prefix: JUDGE in 'JUDGE_MODEL, JUDGE_BASE_URL, JUDGE_API_KEY'. A model the spec
+    names to judge ("reward = BLEU-like score from a judge gpt-4o", "评委模型 gpt-4o", "judge = deepseek-chat") is
+    what the graders ask: the note says which env vars to set for it (the graders read them when they start)."""
+    prefix = None
     envs = list(facts.src.finditer(r"\b([A-Z][A-Z0-9]*)_(?:MODEL|BASE_URL|API_KEY)\b"))
     prefixes = {m.group(1) for m in envs if m.group(1) not in ("OPENAI", "ANTHROPIC", "DASHSCOPE", "DEEPSEEK")}
     if len(prefixes) == 1:
@@ -86,9 +90,18 @@ def judge(facts: Facts, game: dict, notes: list[str]) -> None:
         for m in envs:
             if m.group(1) == game["judge_env_prefix"]:
                 facts.src.mark(*m.span())
-    else:
+        prefix = game["judge_env_prefix"]
+    elif not facts.judges:
         notes.append(f"No single LLM judge env prefix given: graders read {game.get('judge_env_prefix', 'JUDGE')}_MODEL, "
                      "_BASE_URL, _API_KEY and fall back to rule-based grading.")
+    for model in facts.judges:
+        for m in mentions(facts.text, model.name):
+            facts.src.mark(*m.span())
+        prefix = prefix or "JUDGE"
+        url = model.base_url or "its OpenAI-compatible URL"
+        key = f" (your ${model.api_key_env})" if model.api_key_env else ""
+        notes.append(f"Judge {model.name}: the graders ask it when {prefix}_MODEL={model.name}, {prefix}_BASE_URL={url} "
+                     f"and {prefix}_API_KEY{key} are set where the servers start; without them they grade by rules.")
 
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
@@ -128,8 +141,12 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     per_server = first_given(facts.use(facts.gpus.per_server), facts.use(facts.gpus.mode_per_server.get("agent_roll")))
     loose_ports = list(facts.ports)
     servers, teams = [], []
+    own = dict(facts.servers)
+    if path_of and own and all(s.implicit for s in own.values()):  # servers numbered by path order: follow the roles
+        by_path = {s.path.value: s for s in own.values() if s.path}
+        own = {i: by_path[p.value] for i, p in path_of.items() if p.value in by_path} or own
     for i in range(count):
-        name, s = f"server{i + 1}", facts.servers.get(i)
+        name, s = f"server{i + 1}", own.get(i)
         path = facts.use(s.path if s else None) or facts.use(path_of.get(i)) or (
             facts.use(facts.model_paths[0]) if i == 0 and facts.model_paths and not path_of else None)
         if path is None and not servers:

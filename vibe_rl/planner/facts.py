@@ -24,6 +24,10 @@ MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r
 # English words whole: "close" holds no "lose", "twins" no "wins"
 WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
 LOSS_WORDS = r"败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b"
+# What a mock dataset holds ("mock 64 sentence pairs", "生成 50 篇论文", "100 mock papers")
+_ITEMS = (r"games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|documents|docs|"
+          r"abstracts|papers|articles|texts|passages|prompts|questions|problems|puzzles|items|records|entries|cases|"
+          r"scenarios|dialogues|conversations|stories|seeds|boards|levels|对局|局|个任务|条|段|对|句|篇|道题|个问题")
 # ASCII word boundaries: a CJK neighbour is a boundary ("奖励为1", "失败为0")
 _SIGNED = r"(?<![A-Za-z0-9_.])([-+]?\d+(?:\.\d+)?)(?![A-Za-z0-9_.]*[%/]?[A-Za-z0-9_])"
 
@@ -56,6 +60,7 @@ class Facts:
     modes_excluded: list[str] = field(default_factory=list)
     modes_named: list[str] = field(default_factory=list)  # modes the spec mentions at all, in text order
     static_models: list[tuple[int, StaticModel]] = field(default_factory=list)  # (position in text, model)
+    judges: list[StaticModel] = field(default_factory=list)  # models named to judge, not to play (not marked)
     notes: list[str] = field(default_factory=list)
     claimed: list[tuple[int, int]] = field(default_factory=list)  # numbers a count (`find`) read
 
@@ -188,14 +193,12 @@ def extract(text: str) -> Facts:
                               rf"(?:max[\s_-]*)?(?:rounds?|轮数)\s*[:：=]?\s*(?:at most|up to|最多)?\s*{NUM}")
     facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)",
                             rf"(?:max[\s_-]*)?(?:days|天数)\s*[:：=]\s*(?:at most|up to|最多)?\s*{NUM}")
-    facts.num_tasks = facts.find(rf"(?:num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|simulate|生成|造|模拟)\D{{0,12}}?{NUM}\s*"
-                                  rf"(?:games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|"
-                                  rf"documents|docs|abstracts|articles|texts|passages|prompts|questions|problems|puzzles|"
-                                  rf"items|records|entries|cases|scenarios|dialogues|conversations|stories|seeds|boards|"
-                                  rf"levels|对局|局|个任务|条|段|对|句|篇|道题|个问题))")
+    facts.num_tasks = facts.find(rf"num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|simulate|生成|造|模拟)\D{{0,12}}?{NUM}\s*(?:{_ITEMS})",
+                                 rf"{NUM}\s+(?:mock|synthetic|generated|simulated)\s+(?:{_ITEMS})")  # "100 mock papers"
     facts.static_models = static_models(src)
-    judges = [m.name for _, m in facts.static_models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
-              if all(judge_context(text, *x.span()) for x in mentions(text, m.name))]
+    facts.judges = [m for _, m in facts.static_models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
+                    if all(judge_context(text, *x.span()) for x in mentions(text, m.name))]
+    judges = [m.name for m in facts.judges]
     facts.static_models = [(pos, m) for pos, m in facts.static_models if m.name not in judges]
     for name in judges:
         facts.notes.append(f"{name} is named as a judge, not a player: it is not seated as an opponent. A family that "
@@ -206,7 +209,7 @@ def extract(text: str) -> Facts:
     size = next((m for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
                  if not any(a <= m.start() < b for a, b in static_spans)), None)  # "Qwen3-32B" is the opponent's
     facts.model_size = size.group(1) if size else None
-    statics = {m.name.lower() for _, m in facts.static_models}
+    statics = {m.name.lower() for _, m in facts.static_models} | {name.lower() for name in judges}
     for name in dict.fromkeys(m.group().rstrip(".") for m in src.finditer(MODEL_NAME)):
         if name.lower() not in statics and not facts.model_paths:
             facts.notes.append(f"Model {name} is named without a local directory, and the spec does not say it "

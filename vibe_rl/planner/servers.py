@@ -3,7 +3,8 @@
 
 A clause (line or sentence) is cut into segments at commas, "and", "和"; a segment that names "server N"
 gives its path, port and GPU count to server N, and a segment naming no server belongs to the nearest
-server named before it in the clause (else the next one after it).
+server named before it in the clause (else the next one after it). A clause naming no server but two or more
+model paths in separate parts gives each path, with the parts after it, to the next server in order.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class ServerFacts:
     path: Found | None = None
     port: Found | None = None
     gpus: Found | None = None
+    implicit: bool = False  # numbered by the order of its path, the clause naming no server
 
 
 def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
@@ -76,6 +78,28 @@ def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int,
     return out
 
 
+def implicit_servers(segments: list[tuple[int, int, int | None]], paths: list[Found],
+                     servers: dict[int, ServerFacts]) -> list[tuple[int, int, int | None]]:
+    """A clause that names no server but gives two or more model paths in separate parts ("translator /m/14b on
+    port 9001 (4 GPUs), reviewer /m/7b on port 9002 (2 GPUs)"): each path starts the next server (server 1,
+    then 2, ...), and the parts after it, up to the next path, are that server's (its port, its GPU count). A
+    server an earlier clause gave a path keeps it: then the clause is left as it is. Such servers are marked
+    `implicit`: a family that reads which role each path is for may reorder them."""
+    starts = [next((p for p in paths if a <= p.start < b), None) for a, b, _ in segments]
+    values = list(dict.fromkeys(p.value for p in starts if p is not None))  # a path said twice is one server
+    if len(values) < 2 or any(servers.get(i) and servers[i].path for i in range(len(values))):
+        return segments
+    first = next(i for i, p in enumerate(starts) if p is not None)
+    out, index = [(a, b, 0) for a, b, _ in segments[:first]], 0  # parts before the first path: server 1's
+    for a, b, _ in segments[first:]:
+        path = starts[len(out)]
+        index = values.index(path.value) if path is not None else index
+        out.append((a, b, index))
+    for i in range(len(values)):
+        servers.setdefault(i, ServerFacts()).implicit = True
+    return out
+
+
 def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFacts], list[Found]]:
     servers: dict[int, ServerFacts] = {}
     loose_ports: list[Found] = []
@@ -85,6 +109,8 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
             segments = [(start, end, None)]  # "server 1 and server 2 use 4 GPUs each": a fact for every server
         else:
             segments = server_segments(src, start, end)
+            if all(i is None for _, _, i in segments):
+                segments = implicit_servers(segments, paths, servers)
         ports = [Found(int(p), start + m.start(), start + m.end()) for m in re.finditer(PORT, clause, re.I)
                  for p in [m.group(1), *re.findall(r"\d{4,5}", m.group(2))]]
         for port in ports:

@@ -148,7 +148,7 @@ class SpecText:
         values = {v.lower() for v in landed}
         out: list[str] = []
         for m in TOKEN.finditer(self.text):
-            if self.understood(*m.span()) or self._ignored(m) or (m.lastgroup == "num" and not numbers):
+            if self.understood(m.start(), m.start() + len(m.group().rstrip("."))) or self._ignored(m) or (m.lastgroup == "num" and not numbers):
                 continue
             token = m.group().rstrip(".").lower()
             if m.lastgroup != "num" and (token in values or any(token in v for v in values)):
