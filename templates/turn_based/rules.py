@@ -28,7 +28,7 @@ from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|选手|辩手|棋手|参赛者|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
-TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋))"
+TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋)|(?:最多|至多|不超过)\s*{NUM}\s*(?:步|手)(?!数))"  # "最多 9 步": a game's moves
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 

@@ -67,6 +67,7 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
         rf"(?:total[\s_-]*(?:training[\s_-]*)?(?:steps|updates)|max[\s_-]*steps|num[\s_-]*(?:training[\s_-]*)?steps|"
         rf"training[\s_-]*steps|train[\s_-]*steps|总步数|训练步数|最大步数|(?<!热身)(?<!预热)(?<!保存)(?<!评估)(?<!日志)(?<!间隔)步数|(?<!warmup )(?<!warm-up )\bsteps(?=\s*[=:：])){IS}{SIGNED_NUM}",
         rf"(?:train|stop|end|finish|halt|run)\w*(?:\s+(?:training|it))?\s+(?:for|after|at)\s+{NUM}\s*{_STEPS}",
+        rf"(?:^|(?<=[,.;，。；:：]))\s*steps\s+{NUM}(?!\w|\.\d)(?!\s*(?:per|each|of|times|x\b))",  # "..., steps 300."
         rf"\btotal(?:\s+of)?\s+{NUM}\s*{_STEPS}",
         rf"{NUM}\s*{_STEPS}\s+(?:in\s+)?total",
         rf"{NUM}\s*{_STEPS}\s+of\s+training",
