@@ -104,8 +104,11 @@ def view(game: Game, me: Player, lines: int = LOG_LINES) -> str:
 
 
 class LLMPlayers:
-    """game_engine's Decider. An answer naming no legal option falls back to 'skip' where allowed, else to
-    a random legal option, so the game always moves on (counted in `fallbacks`)."""
+    """game_engine's Decider. An answer naming no legal option is the player's own mistake when its role trains:
+    the engine counts it as an abstention (a lost vote or action, in `invalid_actions`), never a move chosen
+    for it, since a fallback would make unparseable answers play like legal ones and flatten the GRPO groups.
+    A static role's such answer falls back to 'skip' where allowed, else to a random legal option, so the game
+    moves on (static roles are not trained; counted in `fallbacks`)."""
 
     def __init__(self, llms: dict[str, RoleLLM], rng: random.Random):
         self.llms, self.rng, self.fallbacks = llms, rng, 0
@@ -143,6 +146,8 @@ class LLMPlayers:
         for option in sorted(options, key=len, reverse=True):  # player_12 before player_1
             if option in text or (option in names and names[option] in text):
                 return option
+        if TEAM_MODELS[player.role] == TRAINABLE:
+            return ""  # not an option: the engine's abstention, counted in game.invalid_actions
         self.fallbacks += 1
         return SKIP if SKIP in options else self.rng.choice(options)
 

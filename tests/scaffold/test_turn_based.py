@@ -118,7 +118,10 @@ def test_one_episode_on_a_real_swarm_server(tmp_path, tiny_model_dir):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     meta = result["output"]["metadata"]
     assert meta["winner"] == [] or len(meta["winner"]) == 1
-    assert result["output"]["reward"] == (1.0 if meta["learner"] in meta["winner"] else 0.0)
+    assert result["output"]["reward"] == (1.0 if meta["learner"] in meta["winner"] and not meta["forfeit"] else 0.0)
     routes = {(c["player"].split(":")[0], c["static"]) for c in result["calls"]}
-    assert routes == {("learner", False), ("opponent", True)}, result["calls"][:3]  # learner trains, others do not
-    assert meta["turns"] >= 1 and 0 <= meta["fallbacks"] <= meta["turns"]
+    assert ("learner", False) in routes and routes <= {("learner", False), ("opponent", True)}, result["calls"][:3]
+    learner_calls = sum(c["player"].startswith("learner:") for c in result["calls"])
+    if meta["forfeit"]:  # the tiny model rarely names a legal action: its last call was the forfeit, a LOSS
+        assert result["output"]["reward"] == 0.0 and meta["winner"] == [] and learner_calls >= 1
+    assert 0 <= meta["opponent_fallbacks"] <= meta["turns"]

@@ -154,8 +154,8 @@ class ScriptedPlayers:
 
     MAX_EVENTS = 6
 
-    def __init__(self):
-        self.refused = 0
+    def __init__(self, garbled: tuple[str, ...] = ()):
+        self.refused, self.garbled = 0, garbled  # roles whose choices name no option
 
     def __call__(self, body: dict) -> Answer:
         prompt = body["messages"][-1]["content"]
@@ -166,6 +166,8 @@ class ScriptedPlayers:
                                            "type": "invalid_request_error", "code": "context_length_exceeded"}})
         if not body.get("tools"):
             return "I trust player nobody."
+        if body["user"].split(":")[0] in self.garbled:
+            return ToolCall("choose", {"choice": "the quiet one"})
         first = prompt.split("Options: ")[1].split(", ")[0].split(".")[0]
         if body["user"].split(":")[0] in ("werewolf", "seer"):
             return ToolCall("choose", {"choice": first})
@@ -316,3 +318,15 @@ def test_one_episode_against_a_real_swarm_server(project, tmp_path, tiny_model_d
     tasks = {t["task_id"]: t for t in result["status"]["tasks"]}
     assert tasks[f"{result['task']}-werewolves"]["reward_mean"] == pytest.approx(wolves["reward"], abs=1e-3)
     assert tasks[f"{result['task']}-seer"]["reward_mean"] == seer["reward"]
+
+
+def test_trainable_roles_naming_no_option_abstain_and_static_roles_fall_back(project):
+    """The documented rule (write-swarm-client, 'Unparseable answers'): a trainable seat's answer with no legal
+    option is its own mistake, a lost vote or action, never a move picked for it; a static seat falls back."""
+    for garbled, invalid, fallbacks in ((("werewolf", "seer"), True, False), (("witch", "hunter", "villager"), False, True)):
+        with ScriptedAPI(ScriptedPlayers(garbled)) as api:
+            done = subprocess.run([sys.executable, "-c", SCRIPTED_DRIVER, api.url], cwd=project, capture_output=True,
+                                  text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        info = json.loads(done.stdout.strip().splitlines()[-1])["werewolves"]["metadata"]
+        assert (info["invalid_actions"] > 0, info["fallbacks"] > 0) == (invalid, fallbacks), (garbled, info)
