@@ -54,7 +54,7 @@ DEFAULT_TRAINABLE = ["werewolf", "seer"]
 # trainable", "# Werewolf RL"), or with a game word ("a werewolf game", "the game of werewolves").
 _WOLF = r"werewol(?:f|ves|fs)"
 GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?=\s+(?:with|on|for|using|in|via|game|rl|training|self-play|"
-             rf"agents?|project)\b|\s*[:(.;：（]|\s*$)"
+             rf"agents?|project|where|whose|in\s+which)\b|\s*[:(.;：（]|\s*$)"
              rf"|({_WOLF})(?=\s+(?:game|rl|self-play|environment|env)\b)"
              rf"|(?:game|round|rounds)\s+of\s+(?:the\s+)?({_WOLF})\b"
              rf"|(?<=[:：])\s*({_WOLF})(?=\s*[,，;；])")  # "Quick one: werewolves, seer trains"
@@ -82,11 +82,15 @@ def roles_in(text: str) -> list[str]:
 
 # A count of a role: "3 werewolves", "4狼", "两个狼人", "one witch", "werewolves: 4", "平民×4". "wolves" counts
 # the werewolves here only ("7 players, 2 wolves"), never "wolf king" or a tmux name like wolf-swarm-server.
-COUNT_WORDS = {**ROLE_WORDS, "werewolf": r"狼人(?!杀)|狼(?![人杀王])|werewol(?:f|ves)|\bwol(?:f|ves)\b(?![-\w]| king)"}
+COUNT_WORDS = {**ROLE_WORDS, "werewolf": r"狼人(?!杀)|狼(?![人杀王])|werewol(?:f|ves)|\bwol(?:f|ves)\b(?![-\w]| king)",
+               "villager": ROLE_WORDS["villager"] + r"|(?<![平村])民(?![间主族])"}  # "4狼4民"
+# "2神" / "2 gods": that many of seer, witch and hunter ("3狼3民2神")
+GOD_COUNT = r"神职?(?!民)|\bgods?\b|\bgod roles?\b|\bpower roles?\b"
+GODS = ["seer", "witch", "hunter"]
 _SEAT = r"\s*(?:名|个|位|张)?\s*"
 # A role count right after a game action is the action's object, not the table ("kill one villager").
 ACTION_WORDS = (r"(?:kill|attack|check|save|poison|vote|banish|eliminat\w*|shoot|choose|pick|target)s?\s+(?:\w+\s+)?$|"
-                r"(?:杀|击杀|查验|放逐|投票|毒|救|带走|选择|淘汰)\s*$")
+                r"(?:(?<!狼人)杀|击杀|查验|放逐|投票|毒|救|带走|选择|淘汰)\s*$")  # not the game's name "狼人杀"
 NEGATION = r"(?:\bno\b|\bwithout\b|\bneither\b|\bnor\b|没有|不要|不设|不含|去掉|无(?!法))"
 _LIST_SEP = r"\s*(?:,|，|、|/|\bor\b|\band\b|\bnor\b|或|和|及|与)\s*(?:an?\s+|the\s+|any\s+)?"
 PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场|[:：(（])))"
@@ -94,10 +98,12 @@ PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:�
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
 
 
+PLURAL = {"werewolf": "werewolves", "witch": "witches"}
+
+
 def _seats(roles: dict[str, int]) -> str:
     """'4 werewolves, 1 seer, 1 hunter and 5 villagers' (roles with no seat left out)."""
-    plural = {"werewolf": "werewolves", "witch": "witches"}
-    return _and([f"{n} {role if n == 1 else plural.get(role, role + 's')}" for role, n in roles.items() if n])
+    return _and([f"{n} {role if n == 1 else PLURAL.get(role, role + 's')}" for role, n in roles.items() if n])
 
 
 def _counts_in(facts: Facts, text: str) -> dict[str, list[tuple[int, re.Match]]]:
@@ -133,6 +139,34 @@ def listed_gods(text: str, counts: dict[str, list[tuple[int, re.Match]]]) -> lis
             and any(re.search(ROLE_WORDS[role], text[a:b], re.IGNORECASE) for a, b in lines)]
 
 
+def gods_seats(facts: Facts, text: str, given: dict[str, int], notes: list[str]) -> None:
+    """A count of gods ("3狼3民2神", "2 gods") seats that many of seer, witch and hunter: the ones the spec names
+    ("2神（预言家、女巫）"), else the first ones in that order; the others get no seat. Every god then counts as
+    given. More named gods than the count, or more gods than the family has, is a PlannerError."""
+    counts = [(to_int(m.group(1)), m)
+              for m in re.finditer(rf"{NUM}{_SEAT}(?:{GOD_COUNT})", text, re.IGNORECASE)]
+    values = sorted({n for n, _ in counts})
+    if not values:
+        return
+    if len(values) > 1:
+        raise PlannerError(f"The spec gives {' and '.join(map(str, values))} gods: state the count once.")
+    for _, m in counts:
+        facts.src.mark(*m.span())
+    gods, named = values[0], [g for g in GODS if given.get(g)]
+    seats = sum(given[g] for g in named)
+    free = [g for g in GODS if g not in given]
+    if seats > gods or seats + len(free) < gods:
+        raise PlannerError(f"The spec asks for {gods} gods but " + (
+            f"names {seats} god seats ({_seats({g: given[g] for g in named})})" if seats > gods else
+            f"the werewolves family has only 3 gods, the seer, witch and hunter ({seats + len(free)} left to seat)")
+            + ": make them agree, or name the gods (e.g. '2神（预言家、女巫）').")
+    extra = free[:gods - seats]
+    given |= {g: 1 for g in extra} | {g: 0 for g in GODS if g not in named and g not in extra}
+    if extra:
+        notes.append(f"{gods} gods without saying which: seating the {_and(named + extra)} (say which gods, "
+                     "e.g. '2神（预言家、猎人）').")
+
+
 def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, int]:
     """The seats the spec asks for, read from per-role counts and a total player count.
 
@@ -159,6 +193,7 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
             for _, m in counts:
                 facts.src.mark(*m.span())
     given |= {role: 1 for role in listed_gods(text, found)}
+    gods_seats(facts, text, given, notes)
     totals = set()
     for m in re.finditer(PLAYER_COUNT, text, re.IGNORECASE):
         n = to_int(next(g for g in m.groups() if g))
@@ -234,48 +269,94 @@ def other_roles(facts: Facts, notes: list[str], roles: dict[str, int]) -> None:
                      f"seats {_seats(roles)}; add the other roles in game_engine.py after rendering.")
 
 
+# Side split: which seated roles train, which play the static model and which the frozen local copy.
+# A side named as a whole ("好人阵营", "the village side", "the good guys"; "狼人阵营", "the werewolf side") stands
+# for its seated roles; "神职" / "the gods" for the seer, witch and hunter.
+VILLAGE_SIDE = (r"好人|神民|村庄阵营|平民阵营|\bvillage(?:rs?'?)?\s+(?:side|team|camp|faction)\b|\bthe\s+village\b(?!r)|"
+                r"\bgood\s+(?:guys|side|team|camp|players)\b|\btown(?:sfolk|\s+side)\b")
+GOD_SIDE = r"神职|\bgod roles\b|\bpower roles\b|\bthe\s+gods\b(?!\s+(?:or|and)\b)"
+# "everyone else", "the rest", "其余角色", "其他人": the seated roles no other part gives a side
+REST_WORDS = (r"\beveryone else\b|\beverybody else\b|\ball (?:the )?others\b|\bthe others\b|\bthe rest\b|"
+              r"\b(?:all |every )?(?:other|remaining) (?:roles?|players|seats)\b|其余|其他|其它|剩下|剩余")
+# the frozen local copy as a role's model ("villagers = opponent", "平民用冻结副本"), also next to a named model
+COPY_WORDS = (r"\bopponent\b|\bfrozen\s+(?:local\s+)?cop(?:y|ies)\b|\blocal\s+(?:frozen\s+)?copy\b|冻结副本|"
+              r"冻结的(?:本地)?副本|本地副本|对手模型")
+LOCAL_PATH = r"(?<![\w.])\.{0,2}/[\w.-]+/"
+
+
+def side_roles(segment: str, seats: dict[str, int]) -> list[str]:
+    """The roles a comma part names: each role word, and each seated role of a side it names as a whole."""
+    roles = set(roles_in(segment))
+    if re.search(VILLAGE_SIDE, segment, re.IGNORECASE):
+        roles |= {r for r in ROLES if r != "werewolf" and seats.get(r)}
+    if re.search(GOD_SIDE, segment, re.IGNORECASE):
+        roles |= {r for r in GODS if seats.get(r)}
+    return [r for r in ROLES if r in roles]
+
+
 def _table_segment(segment: str) -> bool:
     """Whether a comma part states the seat table ("8 人局（2 狼、预言家", "12 players: 4 wolves"): a player count
     or two role counts. Its roles describe the game; they are not the subject of a trainable or static word
     in the same part ("狼人杀训练：8 人局（2 狼、预言家、女巫、4 平民" trains nobody by itself)."""
-    counts = sum(len(re.findall(rf"{NUM}{_SEAT}(?:{p})", segment, re.IGNORECASE)) for p in COUNT_WORDS.values())
+    counts = sum(len(re.findall(rf"{NUM}{_SEAT}(?:{p})", segment, re.IGNORECASE))
+                 for p in [*COUNT_WORDS.values(), GOD_COUNT])
     return bool(re.search(PLAYER_COUNT, segment, re.IGNORECASE)) or counts >= 2
 
 
-def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str]]:
-    """(trainable roles, static roles) in seat-table order; the default split leaves out roles without a seat.
-    A part that states the seat table only describes the game, and a role said to have no seat ("不要猎人",
-    "no hunter") is given no side."""
-    trainable: set[str] = set()
-    static: set[str] = set()
+def _side_of_segment(segment: str, names: list[str]) -> str | None:
+    """'static', 'copy' (the frozen local copy), 'trainable' or None: what a comma part says its roles do. A
+    static model's name or a static word decides first ('opponent' / 'frozen copy' / '冻结副本' without a model
+    name is the copy); a local path with 'uses' / '用' trains ("everyone else uses /models/q7b")."""
+    lower = segment.lower()
+    if any(name in lower for name in names):
+        return "static"
+    if re.search(COPY_WORDS, segment, re.IGNORECASE):
+        return "copy"
+    if re.search(STATIC_WORDS, segment, re.IGNORECASE):
+        return "static"
+    if re.search(TRAINABLE_WORDS, segment, re.IGNORECASE) or re.search(LOCAL_PATH, segment):
+        return "trainable"
+    if re.search(PLAYED_BY_WORDS, segment, re.IGNORECASE):
+        return "static"
+    return None
+
+
+def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str], list[str]]:
+    """(trainable roles, static roles, the static roles that play the frozen local copy) in seat-table order; the
+    default split leaves out roles without a seat. A part that states the seat table only describes the game, a
+    role said to have no seat ("不要猎人", "no hunter") is given no side, and "everyone else" / "the rest" / "其余"
+    / "其他" in a part takes the seated roles no other part gives a side."""
+    sides: dict[str, set[str]] = {"trainable": set(), "static": set(), "copy": set()}
+    rest: str | None = None
     names = [m.name.lower() for _, m in facts.static_models]
     for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", without_game_name(facts.text)):  # lines, sentences
         pending: list[str] = []
         listed = None  # the side of a "key: roles" segment ("trainable: seer, witch"): its list goes on after commas
         for segment in re.split(r"[,，]", line):
-            roles, lower = roles_in(segment), segment.lower()
+            roles = side_roles(segment, seats)
             if re.search(NEGATION, segment, re.IGNORECASE):
                 roles = [r for r in roles if seats.get(r)]
             if _table_segment(segment):
                 pending += roles
                 continue
-            if re.search(STATIC_WORDS, segment, re.IGNORECASE) or any(name in lower for name in names):
-                side = static
-            elif re.search(TRAINABLE_WORDS, segment, re.IGNORECASE):
-                side = trainable
-            elif re.search(PLAYED_BY_WORDS, segment, re.IGNORECASE):
-                side = static
-            else:
+            side = _side_of_segment(segment, names)
+            if side is None:
                 pending += roles
                 continue
+            if re.search(REST_WORDS, segment, re.IGNORECASE) and not re.search(PARITY_WORDS, segment, re.I):
+                rest = side
             # a role list before a segment that names some of the same roles describes the game, it is not the
             # subject of that segment ("预言家女巫猎人守卫，狼人和预言家训练": only the wolves and the seer train)
-            side.update(roles + ([] if set(pending) & set(roles) else pending))
+            sides[side].update(roles + ([] if set(pending) & set(roles) else pending))
             pending = []
             listed = side if re.search(r"[:：=]", segment) else None
         if listed is not None:
-            listed.update(pending)
-    static -= trainable
+            sides[listed].update(pending)
+    if rest is not None:
+        sides[rest].update(r for r in ROLES if seats.get(r) and not any(r in side for side in sides.values()))
+    trainable = sides["trainable"]
+    copy = sides["copy"] - trainable
+    static = (sides["static"] | copy) - trainable
     if not trainable and not static:
         trainable = {r for r in DEFAULT_TRAINABLE if seats.get(r)}
         notes.append("The spec does not say which roles train: " + (
@@ -285,7 +366,11 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
     elif not trainable:
         notes.append("No role is trainable in this spec: nothing would learn (`vibe-rl doctor` reports it). "
                      "Say which roles share the trainable model.")
-    return [r for r in ROLES if r in trainable], [r for r in ROLES if r not in trainable]
+    order = [r for r in ROLES if r not in trainable]
+    return [r for r in ROLES if r in trainable], order, [r for r in order if r in copy]
+
+
+COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
 
 
 def opponent(facts: Facts, notes: list[str]) -> StaticModel:
@@ -293,14 +378,15 @@ def opponent(facts: Facts, notes: list[str]) -> StaticModel:
     if facts.static_models:
         model = facts.static_models[0][1].model_copy()
     else:
-        model = StaticModel(name="opponent")
+        model = StaticModel(name=COPY)
         notes.append("No static model named: the static roles play 'opponent', a frozen local copy of the "
                      "trainable model.")
     return static_endpoint(facts, model)
 
 
-def teams_for(trainable: list[str], static: list[str], static_name: str) -> list[Team]:
-    """One team per trainable side (its own episode and reward) plus the static roles by side."""
+def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str] = ()) -> list[Team]:
+    """One team per trainable side (its own episode and reward) plus the static roles by side and model: the
+    roles in `copy` play the frozen local copy ('opponent'), the other static roles `static_name`."""
     teams = []
     if "werewolf" in trainable:
         teams.append(Team(name="werewolves", roles=["werewolf"], model="server1"))
@@ -308,10 +394,14 @@ def teams_for(trainable: list[str], static: list[str], static_name: str) -> list
     if village:
         teams.append(Team(name="seer" if village == ["seer"] else "village", roles=village, model="server1"))
     taken = {t.name for t in teams}
-    for side, roles in (("werewolves", [r for r in static if r == "werewolf"]),
-                        ("village", [r for r in static if r != "werewolf"])):
-        if roles:
-            teams.append(Team(name=side if side not in taken else f"{side}_static", roles=roles, model=static_name))
+    for model in dict.fromkeys([static_name, COPY]):
+        mine = [r for r in static if (r in copy or static_name == COPY) == (model == COPY)]
+        for side, roles in (("werewolves", [r for r in mine if r == "werewolf"]),
+                            ("village", [r for r in mine if r != "werewolf"])):
+            if roles:
+                name = next(n for n in (side, f"{side}_static", f"{side}_{COPY}") if n not in taken)
+                teams.append(Team(name=name, roles=roles, model=model))
+                taken.add(name)
     return teams
 
 
@@ -346,12 +436,17 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
     game = manifest.resolve_parameters(game)
-    trainable, static = split_roles(facts, notes, seats)
+    trainable, static, copy = split_roles(facts, notes, seats)
     check_table(seats, trainable)
     model = opponent(facts, notes)
-    teams = teams_for(trainable, static, model.name)
-    if static:
-        static_note(facts, model, notes)
+    teams = teams_for(trainable, static, model.name, copy)
+    statics = [m for m in (model, StaticModel(name=COPY)) if any(t.model == m.name for t in teams)]
+    statics = list({m.name: m for m in statics}.values())
+    for m in statics:
+        static_note(facts, m, notes)
+    if copy and model.name != COPY:
+        notes.append(f"The {_and([PLURAL.get(r, r + 's') for r in copy])} play '{COPY}', a frozen local copy of the trainable model, as the spec "
+                     f"says; the other static roles play {model.name}.")
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     model_path = facts.use(first) or "tiny"
     if first is None:
@@ -366,7 +461,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         notes.append("The trainable teams sit on opposite sides: each game opens one episode per team on server1, "
                      "rewarded for that team's side (GRPO groups '<seed>-<team>').")
     server = Server(name="server1", port=port, model_path=model_path, gpus=server_gpus, config="config.yaml",
-                    url_env="VIBE_RL_SWARM_URL", static_models=[model.name] if static else [])
+                    url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])
     modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
                                        servers=["server1"], rewarded={"server1": teams[0].name},
                                        gpus={"server1": server_gpus})], notes)
@@ -375,8 +470,9 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         title=(f"Werewolves: GRPO with a shared {'/'.join(trainable)} model" if len(trainable) > 1 else
                (f"Werewolves: GRPO for the {trainable[0]}" if trainable else "Werewolves: GRPO")),
         description=(f"Train the {_and(trainable) or 'no role'} of a {sum(seats.values())}-player Werewolves game on one shared model "
-                     f"({model_path}) against the {_and(static) or 'nobody'} played by {model.name}."),
-        gpus=total, game=game, teams=teams, servers=[server], static_models=[model] if static else [],
+                     f"({model_path}) against the {_and(static) or 'nobody'} played by "
+                     f"{_and([m.name for m in statics]) or model.name}."),
+        gpus=total, game=game, teams=teams, servers=[server], static_models=statics,
         training=training(facts, notes, batch_size=32, grpo_n=6, temperature=0.7), modes=modes,
         reward=reward(facts, notes, per=" (per side)"), constraints=constraints(facts, notes, random_ids=True),
         notes=notes,
