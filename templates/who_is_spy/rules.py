@@ -113,11 +113,39 @@ def both_trained(text: str) -> bool:
                           rf"|train\w*\s+both\s+(?:teams|sides)|(?:{train})\s*(?:双方|两边|两队)", text, re.IGNORECASE))
 
 
-def opponent(facts: Facts, notes: list[str]) -> tuple[str, StaticModel]:
-    """(the side that plays a static model in agent_roll, that model). A side the spec says trains decides;
-    else a static model belongs to the team named just before it."""
+def path_sides(facts: Facts, notes: list[str]) -> str | None:
+    """Servers numbered by path order alone ("the spies train /models/a on port 9001, the civilians train
+    /models/b on port 9002") follow the role each path is for, as agent_roll_adv seats them: the civilians'
+    path (with its port and GPUs) is server1's, the spies' server2's. The team named last before a path in its
+    comma part (else the first one after it) is the one it is for. Returns the side server1's path is for, or
+    None when the servers are numbered in the spec or the paths do not name one side each."""
+    srv = facts.servers
+    if not (set(srv) == {0, 1} and all(s.implicit and s.path for s in srv.values())):
+        return None
+    sides = []
+    for i in (0, 1):
+        path = srv[i].path
+        a, b = next(((a, b) for a, b in segments(facts.src, *facts.src.clause_of(path.start)) if a <= path.start < b),
+                    (path.start, path.end))
+        before = _side_of(facts.text[a:path.start], path.start - a)
+        after = [(m.start(), side) for side, words in (("spies", SPY_WORDS), ("civilians", CIVILIAN_WORDS))
+                 for m in re.finditer(words, facts.text[path.end:b], re.IGNORECASE)]
+        sides.append(before or (min(after)[1] if after else None))
+    if set(sides) != {"spies", "civilians"}:
+        return None
+    if sides[0] == "spies":
+        srv[0], srv[1] = srv[1], srv[0]
+        notes.append(f"The civilians' model ({srv[0].path.value}) is server1's and the spies' ({srv[1].path.value}) "
+                     "server2's, with their ports and GPUs, as agent_roll_adv seats them (civilians on server1).")
+    return "civilians"
+
+
+def opponent(facts: Facts, notes: list[str], trains: str | None = None) -> tuple[str, StaticModel]:
+    """(the side that plays a static model in agent_roll, that model). A side the spec says trains decides,
+    else `trains` (the side whose model server1 holds, when each team has its own path); else a static model
+    belongs to the team named just before it."""
     static = None
-    trained = trained_side(facts.text)
+    trained = trained_side(facts.text) or trains
     for position, model in facts.static_models:
         side = OTHER[trained] if trained else (_side_of(facts.text, position) or "spies")
         if static is None or side == "spies":
@@ -198,7 +226,7 @@ def ports(facts: Facts, notes: list[str]) -> list[int]:
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     game = counts(facts, notes, manifest)
-    static_side, static_model = opponent(facts, notes)
+    static_side, static_model = opponent(facts, notes, path_sides(facts, notes))
     static_model = static_endpoint(facts, static_model) if facts.static_models else static_model
     trained_side = "civilians" if static_side == "spies" else "spies"
     path1, path2 = server_paths(facts, notes)
