@@ -133,6 +133,12 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
     if model.base_url and model.base_url not in facts.text:
         notes.append(f"Static model {model.name}: base URL {model.base_url} filled in (a known provider), key from "
                      f"${model.api_key_env}; without that key the server serves a frozen local copy.")
+    elif model.base_url_env and model.base_url_env not in facts.text:  # the key given, the URL env var ours
+        notes.append(f"Static model {model.name}: key from ${model.api_key_env}, but the spec gives no URL for it: "
+                     f"set ${model.base_url_env} to its OpenAI-compatible base URL where the server starts (the "
+                     f"server reads base_url_env {model.base_url_env} then); while ${model.base_url_env} or "
+                     f"${model.api_key_env} is unset the server serves a frozen local copy of the trainable model "
+                     "under that name and says so.")
     elif model.base_url_env:
         key = f", key from ${model.api_key_env}" if model.api_key_env else ""
         unset = f"${model.base_url_env}" + (f" or ${model.api_key_env}" if model.api_key_env else "")

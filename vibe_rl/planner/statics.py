@@ -63,10 +63,23 @@ def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
             found[name.lower()] = model
     for m in src.finditer(MODEL_NAME):  # "spies played by llama-3-70b", "opponent: mistral-large"
         name = m.group().rstrip(".")
-        if (name.lower() not in found and re.search(r"[\d-]", name)  # "the DeepSeek API" names no model
+        key = key_next_to(src, m.start() + len(name))
+        if (name.lower() not in found and (re.search(r"[\d-]", name) or key)  # "the DeepSeek API" names no model
                 and _static_context(src, m.start(), m.start() + len(name))):
-            found[name.lower()] = (m.start(), StaticModel(name=name))
+            model = StaticModel(name=name)
+            if key:  # "llama-3-70b (TOGETHER_API_KEY)": the key, and the URL from the provider's *_BASE_URL
+                model.api_key_env, model.base_url_env = key, key.removesuffix("_API_KEY") + "_BASE_URL"
+            found[name.lower()] = (m.start(), model)
     return sorted(found.values(), key=lambda item: item[0])
+
+
+def key_next_to(src: SpecText, end: int) -> str | None:
+    """The API key env var named right after a model name in its comma part or its aside ("llama-3-70b
+    (TOGETHER_API_KEY)", "mixtral via $GROQ_API_KEY", "qwen2-72b，密钥 SILICONFLOW_API_KEY")."""
+    c_end = src.clause_of(end)[1] if end < len(src.text) else end
+    right = next((end + m.start() for m in re.finditer(r"[,，;；]", src.text[end:c_end])), c_end)
+    key = re.search(r"\$?\{?\b([A-Z][A-Z0-9_]*_API_KEY)\b", src.text[end:right])
+    return key.group(1) if key else None
 
 
 def _static_context(src: SpecText, start: int, end: int) -> bool:
@@ -87,7 +100,7 @@ def _static_context(src: SpecText, start: int, end: int) -> bool:
     if re.search(_ASSIGNED, src.text[left:start], re.IGNORECASE):
         return not re.search(_TRAINS_AFTER, tail, re.IGNORECASE)
     # no side or training word: "glm-4-plus via ZHIPU_API_KEY" is called through an API, so it plays a side
-    return bool(re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]))
+    return bool(re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]) or key_next_to(src, end))
 
 
 def mentions(text: str, name: str) -> list[re.Match]:
