@@ -37,7 +37,7 @@ SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|s
          rf"{NUM}\s*(?:of them\s+|of whom\s+)?(?:are|is|play|plays|being)\s+(?:the\s+|a\s+)?(?:spies|spy|undercover)",
          rf"(?:of which|of whom|among them|其中)\s*{NUM}\s*(?:名|个|位|人)?\s*(?:are\s+|is\s+|是)?(?:the\s+)?"
          rf"(?:spies|spy|undercover|卧底)",
-         rf"(?:卧底|spies)\s*(?:数|人数|数量)?\s*(?:有|为|[:：=])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
+         rf"(?:(?<!谁是)卧底|spies)\s*(?:数|人数|数量)?\s*(?:有|为|[:：=])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
 OTHER = {"spies": "civilians", "civilians": "spies"}
 SHAPED = r"shaped[\s_-]*rewards?|reward[\s_-]*shaping|dense\s+(?:rewards?|credit)|稠密奖励|奖励塑形|塑形奖励"

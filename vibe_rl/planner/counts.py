@@ -18,7 +18,8 @@ pattern order, then text order; matches that overlap an earlier one are dropped.
 
 Rewritten phrasings (`rewrite_counts`): "2 of the 6 players are spies" / "1 out of 5 players is the spy" ->
 "6 players, 2 of whom are spies", so each family's rules read both numbers; "两人对局" / "双人对战" ->
-"2 名玩家对局" (a player count every family reads).
+"2 名玩家对局" (a player count every family reads); a bare "N 人" alone in its part or before a role count ("，2 人，",
+"谁是卧底 6 人 1 卧底") -> "N 名玩家".
 """
 
 from __future__ import annotations
@@ -90,6 +91,14 @@ def read_count(src: SpecText, patterns: Iterable[str], claimed: list[tuple[int, 
     return result
 
 
+# "，2 人，" / "谁是卧底 6 人 1 卧底" / "狼人杀 12 人 4狼": a bare "N 人" at the start of its part (or right after the
+# game's name) that ends the part or comes before a role count is the player count ("每队 3 人" is not: 队 precedes)
+_BARE_PEOPLE = re.compile(
+    rf"(?:^|(?<=[\n,，;；:：。(（])|(?<=卧底)|(?<=人杀)|(?<=棋))(\s*)(\d+|[一二三四五六七八九十两]+)\s*人(?![\w局])"
+    rf"(?=\s*(?:$|[\n,，;；。)）]|\d+\s*(?:个|名)?\s*(?:卧底|狼|民|神|平民)|[一二三四五六七八九十两]+\s*(?:个|名)?\s*(?:卧底|狼)))",
+    re.MULTILINE)
+
+
 def rewrite_counts(text: str) -> tuple[str, list[str]]:
     """(the text with "N of the M players are X" as "M players, N of whom are X" and "两人对局" as "2 名玩家对局",
     notes)."""
@@ -103,4 +112,9 @@ def rewrite_counts(text: str) -> tuple[str, list[str]]:
     text, seats = _TWO_SEATS.subn("2 名玩家", text)
     if seats:
         notes.append("Read '两人' / '双人' (two-person game) as 2 players.")
+    text, bare = _BARE_PEOPLE.subn(lambda m: f"{m.group(1)}{m.group(2)} 名玩家", text)
+    text, standard = re.subn(r"(\d+)\s*人\s*标准(局|场|板)", r"\1 名玩家标准\2", text)  # "9 人标准局"
+    bare += standard
+    if bare:
+        notes.append("Read a bare 'N 人' (alone in its part or before a role count, '6 人 1 卧底') as N players.")
     return text, notes

@@ -2,12 +2,13 @@
 
 A field is read where its name and a number meet ("batch size 16", "lr=5e-6", "学习率 1e-5", "8 samples per
 prompt", "8 samples per game", "rollouts_per_prompt: 8", "each prompt gets 8 rollouts", "每个 prompt 采样 8 条",
-"每局重复 8 次", "每局 4 次采样", "stop training at 300 steps"). A negative number after a field name is read
+"每局重复 8 次", "每局 4 次采样", "stop training at 300 steps", verl/TRL-style keys "bsz=64", "n_samples=16", the paper's "GRPO (G=8)"). A negative number after a field name is read
 too, so that the plan refuses it with the field named (instead of keeping the default and hiding the value).
 A field the spec gives twice with different values keeps the first, says so in a note, and leaves the other
 unmarked, so it is listed in `unparsed`.
 
-Settings the plan has no field for (LoRA, KL, warmup, ...) get a note naming the config key to edit after
+Settings the plan has no field for (LoRA, KL, warmup, gradient accumulation, tensor parallelism, entropy bonus,
+prompt length, GPU memory fraction, eval frequency, loggers, ...) get a note naming the config key to edit after
 rendering; the numbers stay in `unparsed`.
 """
 
@@ -31,7 +32,7 @@ _STEPS = r"(?:training\s+|gradient\s+|weight\s+|optimi[sz]er\s+|rl\s+|grpo\s+)?(
 
 FIELDS: dict[str, tuple[list[str], Any]] = {
     "batch_size": ([
-        rf"{_NOT_MICRO}(?:batch[\s_-]*size|batchsize|\bbs\b|\bbatch(?:\s+of)?|批大小|批次大小|批量大小|批量|batch\s*大小)"
+        rf"{_NOT_MICRO}(?:batch[\s_-]*size|batchsize|\bbs\b|\bbsz\b|\bbatch(?:\s+of)?|批大小|批次大小|批量大小|批量|batch\s*大小)"
         rf"{IS}{SIGNED_NUM}",
         rf"(?:tasks|groups|prompts)\s+per\s+(?:batch|update|step){IS}{SIGNED_NUM}",
         rf"{NUM}\s*(?:tasks|groups|games|prompts|questions|seeds|个任务|个\s*prompts?|组)\s*(?:per|每|an?|each)\s*"
@@ -40,7 +41,7 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
     ], to_int),
     "grpo_n": ([
         rf"(?:grpo[\s_-]*n|num[\s_-]*repeats?|n[\s_-]*repeat|group[\s_-]*size|组大小|每组|num[\s_-]*generations|"
-        rf"n[\s_-]*samples[\s_-]*per[\s_-]*prompt|num[\s_-]*samples|rollout\.n\b|\bn(?=\s*[=:：])|\bgroup(?=\s*[=:：])|"
+        rf"n[\s_-]*samples[\s_-]*per[\s_-]*prompt|num[\s_-]*samples|\bn[\s_-]samples\b|(?-i:\bG(?=\s*[=:：]))|rollout\.n\b|\bn(?=\s*[=:：])|\bgroup(?=\s*[=:：])|"
         rf"{_SAMPLE}[\s_-]+per[\s_-]+{_PER_TASK}|每组(?:采样|样本数)){IS}{SIGNED_NUM}",
         rf"{NUM}\s*{_SAMPLE}\s*(?:per|for each|each|/|an?)\s*{_PER_TASK}",
         rf"\bgroups?\s+of\s+{NUM}\b",
@@ -105,6 +106,22 @@ UNPLACED = [
     (r"weight[\s_-]*decay|权重衰减", "Weight decay: set train.weight_decay in the config YAML after rendering."),
     (r"micro[\s_-]*batch|mini[\s_-]*batch", "Micro-batch: set train.micro_batch_size in the config YAML after "
                                             "rendering; the plan's batch_size counts tasks (GRPO groups) per update."),
+    (r"(?<!mini)(?<!micro)(?<!ppo)(?<!ppo_)[\s_-]?(?:entropy[\s_-]*(?:coef\w*|bonus|loss|reg\w*))|熵",
+     "Entropy bonus: the GRPO loss has no entropy term (train.* has no such key); leave it out or add it to the loss."),
+    (r"grad(?:ient)?[\s_-]*accum\w*|梯度累积", "Gradient accumulation: set train.micro_batch_size in the config "
+                                              "YAML after rendering (an update accumulates batch_size tasks in micro-batches)."),
+    (r"max[\s_-]*prompt[\s_-]*(?:length|len|tokens)|最大\s*prompt\s*长度|提示词?长度",
+     "Prompt length: there is no separate prompt limit; prompt plus answer must fit model.max_model_len (the plan's max_model_len)."),
+    (r"gpu[\s_-]*mem(?:ory)?[\s_-]*util\w*|显存占用比例|显存利用率",
+     "GPU memory fraction: set model.kv_cache_gb (GiB for the KV cache, 0 = auto) in the config YAML after rendering."),
+    (r"tensor[\s_-]*parallel\w*|\btp[\s_-]*size\b|\btp\s*=|张量并行",
+     "Tensor parallelism: not wired in; a server shards the model over its GPUs with FSDP2, so set that server's GPU "
+     "count instead (servers[].gpus)."),
+    (r"(?:val|eval|test|validation)[\s_-]*(?:freq\w*|every|interval|steps)|\beval(?:uate)?\s+every|验证频率|评估频率|每\s*\d+\s*步\s*(?:评估|验证|测试)",
+     "Evaluation: training has no periodic eval step (no config key); export a saved checkpoint (`vibe-rl export`) to evaluate it, or "
+     "watch the reward in experiment.dir's metrics."),
+    (r"\bwandb\b|weights\s*&\s*biases|\bswanlab\b|\btensorboard\b",
+     "Loggers: set experiment.loggers (jsonl, tensorboard, swanlab, wandb) in the config YAML after rendering."),
     (r"\btop[\s_-]*p\b", "top_p: set rollout.top_p in the config YAML after rendering."),
     (r"\bepochs?\b|轮次|个?epoch", "Epochs: training runs by weight updates (total_steps), not passes over the "
                                     "data; give total_steps instead."),

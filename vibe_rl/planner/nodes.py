@@ -7,6 +7,9 @@ of 4", where the GPU word comes first); a count
 "across / over N nodes" or the Chinese "N机M卡" is the total and is divided by N. The rewrite and what the plan
 does with the other nodes are said in a note; a node count whose GPUs cannot be split evenly, or that comes
 without a GPU count, is left in the text (so it is reported as not understood) with a note saying what to do.
+
+GPU ids said instead of a count ("GPUs 0-3", "卡 0,1,2,3", "CUDA_VISIBLE_DEVICES=4,5") are rewritten to the count
+("4 GPUs"), and a total restated after the per-node phrase ("2 nodes x 8 H100 (16 GPUs total)") is part of it.
 """
 
 from __future__ import annotations
@@ -83,12 +86,36 @@ def _bare_per_node(text: str) -> str:
                   flags=re.IGNORECASE | re.MULTILINE)
 
 
+# GPU ids instead of a count: "GPUs 0-3", "卡 4~7", "gpu ids: 0,1,2,3", "CUDA_VISIBLE_DEVICES=0,1" (read as 4, 4, 4, 2)
+_GPU_IDS = (r"(?:\bgpus?|\bcards?|\bdevices?|显卡|卡|cuda_visible_devices)\s*(?:ids?|号)?\s*[:：=#]?\s*"
+            r"(?:(\d+)\s*(?:-|~|–|to|到)\s*(\d+)(?!\d|\.\d)|(\d+(?:\s*,\s*\d+)+)(?!\d|\.\d))")
+# the total restated right after the per-node phrase: "2 nodes x 8 H100 (16 GPUs total)"
+_RESTATED = r"\s*[(（]\s*(\d+)\s*(?:x\s*)?(?:张|块)?\s*(?:gpus?|卡|显卡|cards?)\s*(?:in\s+total|total|in\s+all|总共|共)?\s*[)）]"
+
+
+def _gpu_ids(text: str, notes: list[str]) -> tuple[str, list[str]]:
+    """GPU id ranges and lists ("GPUs 0-3", "卡 4~7", "CUDA_VISIBLE_DEVICES=0,1,2,3") as a GPU count ("4 GPUs"), the
+    ids said in a note: a plan counts a server's GPUs, and `vibe-rl run` assigns the ids (in server order)."""
+    out, last = [], 0
+    for m in re.finditer(_GPU_IDS, text, re.IGNORECASE):
+        ids = (list(range(int(m.group(1)), int(m.group(2)) + 1)) if m.group(1)
+               else [int(x) for x in re.split(r"\s*,\s*", m.group(3))])
+        if len(ids) < 2 or len(set(ids)) != len(ids):
+            continue
+        out.append(text[last:m.start()] + f"{len(ids)} GPUs")
+        last = m.end()
+        notes.append(f"Read GPU ids {m.group().strip()!r} as {len(ids)} GPUs: the plan counts GPUs per server and "
+                     "`vibe-rl run` assigns the device ids in server order (export CUDA_VISIBLE_DEVICES before `vibe-rl run` to give it other ids).")
+    return "".join(out) + text[last:], notes
+
+
 def rewrite_nodes(text: str) -> tuple[str, list[str]]:
     """(the text with a multi-node GPU phrase as one node's GPU count, notes); "单卡" (one card) is "1 张卡", "双卡"
     (two cards) "2 张卡"."""
     text = re.sub(r"(?:单机)?单(?:张|块)?\s*(?:显卡|卡|gpu)", "1 张卡", text, flags=re.IGNORECASE)
     text = re.sub(r"(?:单机)?双(?:张|块)?\s*(?:显卡|卡|gpu)", "2 张卡", text, flags=re.IGNORECASE)
     text, notes = _key_values(text)
+    text, notes = _gpu_ids(text, notes)
     text = _bare_per_node(text)
     for node in list(re.finditer(NODES, text, re.IGNORECASE))[::-1]:
         n = to_int(node.group(1))
@@ -115,6 +142,8 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
         if g_end < node.start() or node.end() <= g_start:
             tail = re.match(_PER_NODE_AFTER, text[b:], re.IGNORECASE)
             b += tail.end() if tail and g_start > node.start() else 0
+        restated = re.match(_RESTATED, text[b:], re.IGNORECASE)
+        b += restated.end() if restated and to_int(restated.group(1)) == n * per else 0  # "(16 GPUs total)"
         phrase = text[a:b]
         text = text[:a] + f"{per} GPUs" + text[b:]
         notes.append(f"Read {phrase.strip()!r} as {n} nodes of {per} GPUs ({n * per} in all): the plan describes one "
