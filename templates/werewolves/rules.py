@@ -33,7 +33,7 @@ from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 ROLE_WORDS = {
-    "werewolf": r"狼人(?!杀)|狼(?![人杀])|werewol(?:f|ves)",
+    "werewolf": r"狼人(?!杀)|狼(?![人杀])|werewol(?:f|ves)|\bwol(?:f|ves)\b(?![-\w]| king)",
     "seer": r"预言家|\bseers?\b",
     "witch": r"女巫|\bwitch(?:es)?\b",
     "hunter": r"猎人|\bhunters?\b",
@@ -41,8 +41,10 @@ ROLE_WORDS = {
 }
 ROLES = list(ROLE_WORDS)
 TRAINABLE_WORDS = (r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|"
+                   r"(?<![-\w])(?<!not )(?<!n't )(?<!never )trained\b|"
                    r"\btrain(?:s|ing)?\b(?! (?:for|until|goals?)\b)(?! on\b(?! \.{0,2}/))")
-STATIC_WORDS = r"静态|冻结|\bstatic\b|\bfrozen\b"
+STATIC_WORDS = (r"静态|冻结|\bstatic\b|\bfrozen\b|\bnot\s+(?:be\s+)?train(?:ed|able)\b|\b(?:don'?t|do not|never)\s+"
+                r"train\b|不训练|不参与训练|不参加训练")
 PLAYED_BY_WORDS = r"扮演|驱动|控制|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by|\buses?\b|使用"
 SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"
 PARITY_WORDS = (r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)|"
@@ -175,7 +177,8 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
     right after a game action ("kill one villager") and a player count below 3 ("投票放逐一名玩家") are rule
     wording, not the table. Roles not named keep the standard count (1 seer, 1 witch, 1 hunter); with a total
     ("12 players", "12人局") and no werewolf count, a third of the table are werewolves; villagers fill the
-    remainder unless their count is given, and then the counts must add up to the total. Every number read is
+    remainder unless their count is given, and then the counts must add up to the total (when the named roles
+    alone fill it, "8 players: 2 wolves, seer, witch, 4 villagers", unnamed gods get no seat). Every number read is
     marked; a role given two different counts, a contradiction or an unplayable table is a PlannerError that
     names the fix.
     """
@@ -224,6 +227,11 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
         notes.append(f"Villagers fill the rest of the {total} players: {roles['villager']} villager"
                      + ("" if roles["villager"] == 1 else "s") + ".")
     seated = sum(roles.values())
+    if total is not None and kept and seated - len(kept) == total:  # the named roles fill the stated table
+        notes.append(f"The {total} players are filled by the roles the spec names: no {_and(kept)} (name one to seat "
+                     "it, and raise the player count).")
+        roles |= {role: 0 for role in kept}
+        seated, kept = total, []
     unseated = sorted({m.group().lower() for m in re.finditer(OTHER_ROLES, text, re.IGNORECASE)})
     if total is not None and seated != total:
         raise PlannerError(
@@ -275,6 +283,9 @@ def other_roles(facts: Facts, notes: list[str], roles: dict[str, int]) -> None:
 VILLAGE_SIDE = (r"好人|神民|村庄阵营|平民阵营|\bvillage(?:rs?'?)?\s+(?:side|team|camp|faction)\b|\bthe\s+village\b(?!r)|"
                 r"\bgood\s+(?:guys|side|team|camp|players)\b|\btown(?:sfolk|\s+side)\b")
 GOD_SIDE = r"神职|\bgod roles\b|\bpower roles\b|\bthe\s+gods\b(?!\s+(?:or|and)\b)"
+# every seated role at once ("everyone trains", "all roles share the model", "所有角色都训练")
+EVERY_ROLE = (r"\beveryone\b(?!\s+else)|\beverybody\b(?!\s+else)|\ball\s+(?:the\s+)?(?:roles|players|seats)\b|"
+              r"\bevery\s+(?:role|player|seat)\b|所有(?:角色|玩家|人)|全部(?:角色|玩家)|全员")
 # "everyone else", "the rest", "其余角色", "其他人": the seated roles no other part gives a side
 REST_WORDS = (r"\beveryone else\b|\beverybody else\b|\ball (?:the )?others\b|\bthe others\b|\bthe rest\b|"
               r"\b(?:all |every )?(?:other|remaining) (?:roles?|players|seats)\b|其余|其他|其它|剩下|剩余")
@@ -285,8 +296,11 @@ LOCAL_PATH = r"(?<![\w.])\.{0,2}/[\w.-]+/"
 
 
 def side_roles(segment: str, seats: dict[str, int]) -> list[str]:
-    """The roles a comma part names: each role word, and each seated role of a side it names as a whole."""
+    """The roles a comma part names: each role word, and each seated role of a side (or of the whole table:
+    "everyone", "所有角色") it names as a whole."""
     roles = set(roles_in(segment))
+    if re.search(EVERY_ROLE, segment, re.IGNORECASE):
+        roles |= {r for r in ROLES if seats.get(r)}
     if re.search(VILLAGE_SIDE, segment, re.IGNORECASE):
         roles |= {r for r in ROLES if r != "werewolf" and seats.get(r)}
     if re.search(GOD_SIDE, segment, re.IGNORECASE):
