@@ -42,6 +42,10 @@ _PLAYED = (r"\bto\s+play\s+(?:(?:a|an|the)\s+)?([a-z][\w'-]*(?:\s+[\w'-]+){0,4}?
 _GENERIC = r"(?:(?:a|the|this|that|it|well|better|games?|optimally|along|on|more|itself|one)\b\s*)+"
 HEADS_UP = r"heads[\s-]*up|one[\s-]*(?:on|vs\.?|versus)[\s-]*one|1v1|1\s*(?:vs\.?|versus|on)\s*1|单挑|一对一"
 SINGLE = r"single[\s-]*player|one[\s-]*player|\bsolo\b|单人|1 player\b"
+# Games that are played by two by definition: with no player count given they are planned with 2 seats
+TWO_PLAYER_GAMES = (r"tic[\s-]*tac[\s-]*toe|noughts and crosses|connect[\s-]*(?:four|4)|\bchess\b|\bgo\b(?=\s+(?:game|board))|"
+                    r"gomoku|five in a row|checkers|draughts|othello|reversi|\bnim\b|battleship|rock[\s-]*paper[\s-]*"
+                    r"scissors|井字棋|四子棋|五子棋|象棋|国际象棋|围棋|跳棋|黑白棋|石头剪刀布|剪刀石头布")
 # Every seat on the trainable model: the skeleton trains one learner seat per episode, so this is noted
 SELF_PLAY = (r"self[\s-]*play|自我?对弈|自博弈|\b(?:all|every|each)\s+(?:the\s+)?(?:players?|seats?|agents?)\b[^.;\n]{0,40}?"
              r"\b(?:share|train|are trained|learn|use the (?:same )?trainable)|(?:所有|全部|每个|每位|每名)(?:玩家|选手|座位|智能体)"
@@ -69,12 +73,17 @@ def title_of(text: str) -> str:
 
 
 def players(facts: Facts, notes: list[str]) -> Found | None:
-    """The player count: 'N players', 'N agents / seats / debaters', heads-up (2); a single-player game is planned
+    """The player count: 'N players', 'N agents / seats / debaters', heads-up (2), else 2 for a game played by two
+    by definition (tic-tac-toe, connect four, chess, 五子棋, ...); a single-player game is planned
     with 2 seats and noted (the skeleton seats one learner and at least one opponent)."""
     found = facts.find(PLAYERS, rf"{NUM}\s*(?:agents|seats|participants|debaters|bots)\b")
     if found is None:
         m = facts.src.search(HEADS_UP, mark=False)
         found = Found(2, *m.span()) if m else None
+    two = facts.src.search(TWO_PLAYER_GAMES, mark=False) if found is None else None
+    if two:
+        notes.append(f"No player count given: {two.group()} is a two-player game, so num_players = 2.")
+        found = Found(2, *two.span())
     single = facts.src.search(SINGLE, mark=False)
     if single and (found is None or found.value == 1):
         notes.append(f"The spec describes a single-player game ({single.group()!r}) but the turn_based skeleton "
