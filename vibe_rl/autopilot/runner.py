@@ -167,8 +167,8 @@ class Runner:
             self.out(f"[vibe-rl] doctor could not check the project: {exc}")
             return
         self.checks = [str(f) for f in findings]
-        for f, shown in zip(findings, self.checks, strict=True):
-            self.out(f"[vibe-rl] doctor: {shown}")
+        for f in findings:
+            self.out(f"[vibe-rl] doctor: {f}")
             self.report.notes.append(f"doctor: {f.file}:{f.line}: {f.message}")
         if self.llm is None:  # a server that cannot load its config dies at once, and nothing would repair it
             unloadable = []

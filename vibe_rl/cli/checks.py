@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from vibe_rl.errors import ConfigError, field_errors
+from vibe_rl.errors import SECRET_FIELD, ConfigError, field_errors
 
 
 def check_port(host: str, port: int, port_option: str = "--port", host_option: str = "--host") -> None:
@@ -88,7 +88,7 @@ def option_error(exc: ValidationError, options: dict[str, str]) -> ConfigError:
     err = exc.errors()[0]
     field = str(err["loc"][0]) if err["loc"] else ""
     option = options.get(field, field)
-    shown = "" if "token" in field else f" {err.get('input')!r}"  # a secret is never echoed
+    shown = "" if SECRET_FIELD.search(field) else f" {err.get('input')!r}"  # a secret is never echoed
     return ConfigError(f"{option}{shown}: {err['msg'][0].lower() + err['msg'][1:]}. See --help for its meaning.")
 
 
