@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import socket
 import threading
 from concurrent.futures import Future
 from multiprocessing.connection import Client, Listener
@@ -33,6 +34,7 @@ class ReplicaServer:
         self.address = self.listener.address
         self._conns: list[Any] = []
         self._closed = False
+        self._conns_lock = threading.Lock()  # close() and a connection being accepted never interleave
         threading.Thread(target=self._accept, name="vibe-rl-replica-accept", daemon=True).start()
 
     def _accept(self) -> None:
@@ -44,7 +46,11 @@ class ReplicaServer:
             except Exception:  # a failed handshake (wrong key): keep listening
                 log.warning("refused a replica connection that failed authentication")
                 continue
-            self._conns.append(conn)
+            with self._conns_lock:
+                if self._closed:  # accepted while close() ran: this connection must go away too
+                    _hang_up(conn)
+                    return
+                self._conns.append(conn)
             threading.Thread(target=self._serve, args=(conn,), name="vibe-rl-replica", daemon=True).start()
 
     def _serve(self, conn: Any) -> None:
@@ -72,10 +78,27 @@ class ReplicaServer:
             fut.add_done_callback(lambda f, rid=rid: reply(rid, None if f.exception() else f.result(), f.exception()))
 
     def close(self) -> None:
-        self._closed = True
+        with self._conns_lock:
+            self._closed = True
+            conns, self._conns = self._conns, []
         self.listener.close()
-        for conn in self._conns:
-            conn.close()
+        for conn in conns:
+            _hang_up(conn)
+
+
+def _hang_up(conn: Any) -> None:
+    """Shut a connection's socket down, then close it. A bare close() neither wakes a thread blocked in
+    recv() on it nor sends the peer its end of stream while that thread holds the socket, so rank 0
+    would wait for answers that never come; shutdown() does both at once."""
+    try:
+        sock = socket.socket(fileno=conn.fileno())  # the same socket, not a copy: shut it down, then detach
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.detach()
+    except OSError:
+        pass
+    conn.close()
 
 
 class RemoteReplica:
