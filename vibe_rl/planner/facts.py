@@ -22,8 +22,8 @@ from vibe_rl.schema.job import StaticModel
 
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 # English words whole: "close" holds no "lose", "twins" no "wins"
-WIN_WORDS = r"胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
-LOSS_WORDS = r"败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b"
+WIN_WORDS = r"胜(?=\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
+LOSS_WORDS = r"[负败](?=\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b"
 # What a mock dataset holds ("mock 64 sentence pairs", "生成 50 篇论文", "100 mock papers")
 _ITEMS = (r"games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|documents|docs|"
           r"abstracts|papers|articles|texts|passages|prompts|questions|problems|puzzles|items|records|entries|cases|"
@@ -190,7 +190,7 @@ def extract(text: str) -> Facts:
         setattr(facts, name, value)
     facts.notes += unplaced_notes(src)
     facts.rounds = facts.find(rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)",
-                              rf"(?:max[\s_-]*)?(?:rounds?|轮数)\s*[:：=]?\s*(?:at most|up to|最多)?\s*{NUM}")
+                              rf"(?:max[\s_-]*)?(?<![A-Za-z])(?:rounds?|轮数)\s*[:：=]?\s*(?:at most|up to|最多)?\s*{NUM}")
     facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)",
                             rf"(?:max[\s_-]*)?(?:days|天数)\s*[:：=]\s*(?:at most|up to|最多)?\s*{NUM}")
     facts.num_tasks = facts.find(rf"num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|simulate|生成|造|模拟)\D{{0,12}}?{NUM}\s*(?:{_ITEMS})",

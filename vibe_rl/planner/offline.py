@@ -16,6 +16,7 @@ from types import ModuleType
 from pydantic import ValidationError
 
 from vibe_rl.errors import PlannerError, TemplateError
+from vibe_rl.planner.background import blank_background
 from vibe_rl.planner.common import check_gpu_budget
 from vibe_rl.planner.corrections import apply_corrections
 from vibe_rl.planner.counts import rewrite_counts
@@ -121,9 +122,10 @@ class OfflinePlanner:
     def plan(self, text: str, family: str | None = None) -> TaskSpec:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
+        text, past = blank_background(text)
         text, layout = expand_terse(text)
         text, notes = fix_typos(text)
-        notes[:0] = layout
+        notes[:0] = past + layout
         check_supported(text)
         text, phrased = rewrite_counts(text)
         notes += phrased

@@ -46,11 +46,26 @@ def tables(text: str) -> tuple[str, int]:
             out.append("")
             continue
         count += 1
-        if len(cells) > 2 and header and len(header) == len(cells):
+        counted = _count_column(header, cells)
+        if counted is not None:  # a role table: one row is one record, "2 werewolf: /m/q7b, trainable"
+            rest = [c for j, c in enumerate(cells[1:], 1) if j != counted and c]
+            out.append(f"{cells[counted]} {cells[0]}: {', '.join(rest)}")
+        elif len(cells) > 2 and header and len(header) == len(cells):
             out.append(f"{cells[0]}: " + ", ".join(f"{h} = {c}" for h, c in zip(header[1:], cells[1:], strict=True)))
         else:
             out.append(f"{cells[0]}: {', '.join(c for c in cells[1:] if c)}")
     return "\n".join(out), count
+
+
+_COUNT_HEADER = re.compile(r"count|number|num|#|seats?|players?|数量|人数|个数|座位数?", re.IGNORECASE)
+
+
+def _count_column(header: list[str] | None, cells: list[str]) -> int | None:
+    """The column of a role table that counts the row's seats (header 'count' / '数量' and a number in it)."""
+    if not header or len(header) != len(cells):
+        return None
+    return next((j for j, h in enumerate(header) if j and _COUNT_HEADER.fullmatch(h.strip())
+                 and re.fullmatch(r"\d+", cells[j])), None)
 
 
 def flags(text: str) -> tuple[str, int]:

@@ -34,7 +34,10 @@ KNOWN = frozenset(VOCABULARY) | {
 # Misspellings more than one swap, deletion or insertion away (a letter replaced, a plural formed wrongly).
 COMMON = {"spys": "spies", "spyes": "spies", "wearwolves": "werewolves",
           "wherewolves": "werewolves", "villigers": "villagers", "civilains": "civilians", "oponents": "opponents",
-          "oppenents": "opponents", "learnig": "learning", "temprature": "temperature", "tempreature": "temperature"}
+          "oppenents": "opponents", "learnig": "learning", "temprature": "temperature", "tempreature": "temperature",
+          "wolfs": "wolves", "wolfes": "wolves", "werewolfs": "werewolves", "warewolves": "werewolves",
+          "werwolves": "werewolves", "warewolf": "werewolf", "werwolf": "werewolf", "spyy": "spy", "spie": "spy",
+          "villagars": "villagers", "civillians": "civilians", "civilan": "civilian"}
 # Whole words only: never a piece of a path, URL, env var, model name or hyphenated name.
 _WORD = re.compile(r"(?<![\w/.\-])[A-Za-z]{4,}(?![\w/\-]|\.\w)")
 

@@ -1,0 +1,64 @@
+"""Background sentences: what the writer did before, elsewhere or last time ("last year I tried 10 players",
+"I used PPO on a different project", "上次每 15 步存一次，结果盘满了", "our previous config had batch_size: 64").
+
+They describe another training, not this one, so no rule may read them: a number there never sets a field,
+a method there never refuses the spec, and a value there never contradicts this spec's value. Each such part
+is blanked (replaced by spaces, so every other offset stays where it was) before any rule runs, and said in a
+note. A part ends at the end of its sentence or where the writer comes back to now ("this time", "now",
+"这次", "现在").
+"""
+
+from __future__ import annotations
+
+import re
+
+_EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|quarter)\b|\bpreviously\b|"
+       r"\b(?:on|in|for|with)\s+(?:a|an|my|our|the|some)?\s*(?:other|another|different|previous|earlier|old|older|past)"
+       r"\s+(?:project|run|experiment|task|paper|setup|codebase|repo)s?\b|\banother\s+project\b|"
+       r"\b(?:our|my|the)\s+(?:previous|old|earlier|last|original)\s+(?:config|setup|run|attempt|experiment|project|yaml)\b|"
+       r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
+       r"\bback\s+then\b|\bin\s+the\s+past\b")
+_ZH = r"上一?次|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时"
+MARKER = re.compile(rf"{_EN}|{_ZH}", re.IGNORECASE)
+# The writer comes back to this training
+NOW = re.compile(r"\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次",
+                 re.IGNORECASE)
+_SENTENCE_END = re.compile(r"\n|[!?。！？；;]|\.(?=\s|$)")
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        out.append((start, m.start()))
+        start = m.end()
+    out.append((start, len(text)))
+    return [(a, b) for a, b in out if text[a:b].strip()]
+
+
+def blank_background(text: str) -> tuple[str, list[str]]:
+    """(the text with background parts replaced by spaces, one note naming them)."""
+    chars, parts = list(text), []
+    for start, end in _sentences(text):
+        marker = MARKER.search(text, start, end)
+        if marker is None:
+            continue
+        head = text.rfind(":", start, marker.start())  # "Please checkpoint often: last time we ..."
+        head = max(head + 1 if head >= 0 else start, text.rfind("：", start, marker.start()) + 1)
+        now = NOW.search(text, marker.end(), end)
+        if now is None:  # "PPO on a different project" names its background at its end: the whole sentence
+            stop = end
+        else:  # "上次每 15 步存一次，结果丢了 run，这次每 5 步": up to the last separator before "这次"
+            sep = max(text.rfind(c, marker.end(), now.start()) for c in ",，、 ")
+            stop = sep if sep > marker.end() else now.start()
+        part = text[head:stop].strip(" ,，、:：")
+        if not part or not re.search(r"\d|[零一二两三四五六七八九十]|[A-Za-z]{2}", part):
+            continue
+        for i in range(head, stop):
+            if not chars[i].isspace():
+                chars[i] = " "
+        parts.append(part)
+    if not parts:
+        return text, []
+    quoted = "; ".join(repr(p if len(p) <= 80 else p[:77] + "...") for p in parts)
+    return "".join(chars), [f"Read as background (another or an earlier training), not as settings of this one: "
+                            f"{quoted}. State a value as this training's to have it planned."]
