@@ -7,6 +7,7 @@ $VIBE_RL_TEMPLATES, else next to the package (an editable install or a source ch
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,11 @@ from pydantic import BaseModel, Field, ValidationError
 from vibe_rl.errors import TemplateError, field_errors
 
 MANIFEST = "manifest.yaml"
+
+
+class FamilyNameError(TemplateError):
+    """A plan names a template family that is not in the registry (e.g. a path)."""
+
 PROJECT_DIR = "project"
 
 
@@ -100,7 +106,21 @@ def templates_root() -> Path:
     return root
 
 
+FAMILY_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def check_family_name(name: object, root: Path | None = None) -> None:
+    """A family is a name from the registry (a folder of templates/ with a manifest), never a path: `../x` or
+    `/tmp/x` would render (and run the data scripts of) a folder outside the templates."""
+    base = root or templates_root()
+    if not isinstance(name, str) or not FAMILY_NAME.fullmatch(name) or (base / name).is_symlink():
+        shown = repr(name)[:80]
+        raise FamilyNameError(f"plan field family = {shown} is refused: a family is one of the registry's names, "
+                              f"not a path. {supported_text(root)} Set family to one of them.")
+
+
 def load_family(name: str, root: Path | None = None) -> Manifest:
+    check_family_name(name, root)
     folder = (root or templates_root()) / name
     path = folder / MANIFEST
     if not path.is_file():

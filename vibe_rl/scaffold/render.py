@@ -3,6 +3,8 @@ YAML per swarm server, then the family's data-generation scripts."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import subprocess
 import sys
@@ -11,12 +13,60 @@ from typing import Any
 
 import jinja2
 import yaml
+from markupsafe import Markup
 
 from vibe_rl.errors import TemplateError
 from vibe_rl.scaffold.families import Manifest, load_family
 from vibe_rl.schema.spec import SPEC_FILE, TaskSpec
 
 SKIP = {"__pycache__", ".pytest_cache", ".ruff_cache"}
+# What a plan value may look like when a Python template pastes it without a serializer: a name, a number, a
+# relative path, words. Anything else (quotes, backslashes, newlines, brackets) must go through `| py` or `| doc`.
+RAW_IN_PYTHON = re.compile(r"[A-Za-z0-9_.,/ -]*")
+
+
+class UnsafeTemplateValueError(TemplateError):
+    """A Python template pasted a string that could end a literal (it must use `| py` or `| doc`)."""
+
+
+def py_literal(value: Any) -> Markup:
+    """A Python literal of a plain value (str, int, float, bool, None, and lists/dicts of them); strings as JSON
+    strings, which Python reads the same way. Jinja filter `py`."""
+    def lit(v: Any) -> str:
+        if v is None or isinstance(v, bool | int):
+            return repr(v)
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise UnsafeTemplateValueError(f"{v!r} is not a finite number; fix it in the plan")
+            return repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, list | tuple):
+            return "[" + ", ".join(lit(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{lit(k)}: {lit(x)}" for k, x in v.items()) + "}"
+        raise UnsafeTemplateValueError(f"a {type(v).__name__} has no Python literal; the plan must give plain values")
+    return Markup(lit(value))
+
+
+def doc_text(value: Any) -> Markup:
+    """Text inside a triple-quoted docstring: backslashes and quotes escaped, so it cannot end the string.
+    Jinja filter `doc`."""
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return Markup(text)
+
+
+def _guard_python(value: Any) -> Any:
+    """finalize of Python templates: a value pasted without `| py` / `| doc` must be a number or plain words."""
+    if isinstance(value, Markup) or value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, str) and RAW_IN_PYTHON.fullmatch(value):
+        return value
+    raise UnsafeTemplateValueError(f"the value {str(value)[:80]!r} would be pasted into Python code as it is; a plan "
+                                   "value reaches generated code only through a serializer. Fix the plan value (names "
+                                   "are letters, digits, '_', '.', '-'), or the template (`| py` for a literal).")
 
 
 def build_context(spec: TaskSpec, manifest: Manifest) -> dict[str, Any]:
@@ -81,9 +131,16 @@ def config_text(spec: TaskSpec, server: str) -> str:
 
 def render_files(spec: TaskSpec, manifest: Manifest) -> dict[str, str]:
     """Relative path -> text of every file the family renders (before data generation)."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(manifest.project_dir)),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    context = build_context(spec, manifest)
+    from vibe_rl.scaffold.plan_values import check_plan
+
+    context = build_context(spec, manifest)  # unknown or out-of-range game parameters are refused here
+    check_plan(spec, manifest)  # then every value by type and pattern, before any template sees one
+    envs = {}
+    for python in (False, True):
+        envs[python] = jinja2.Environment(loader=jinja2.FileSystemLoader(str(manifest.project_dir)),
+                                          undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                                          finalize=_guard_python if python else None)
+        envs[python].filters.update(py=py_literal, doc=doc_text)
     skipped = skipped_files(spec, manifest)
     files: dict[str, str] = {}
     for path in sorted(manifest.project_dir.rglob("*")):
@@ -94,7 +151,7 @@ def render_files(spec: TaskSpec, manifest: Manifest) -> dict[str, str]:
             continue
         if rel.endswith(".j2"):
             try:
-                files[rel[:-3]] = env.get_template(rel).render(context)
+                files[rel[:-3]] = envs[rel.endswith(".py.j2")].get_template(rel).render(context)
             except jinja2.TemplateError as exc:
                 where = f"{manifest.project_dir / rel}" + (f":{exc.lineno}" if getattr(exc, "lineno", None) else "")
                 raise TemplateError(f"Cannot render {where} for this spec: {exc}. The spec lacks something the "
