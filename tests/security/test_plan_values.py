@@ -115,8 +115,8 @@ def test_quoted_free_text_stays_a_string(tmp_path):
 
 def test_a_template_that_pastes_a_string_raw_is_refused(tmp_path, monkeypatch):
     """The renderer's own guard: a Python template that forgets `| py` cannot paste a quote-laden value."""
-    from vibe_rl.scaffold.render import UnsafeTemplateValueError, render_files
     from vibe_rl.scaffold.families import load_family
+    from vibe_rl.scaffold.render import UnsafeTemplateValueError, render_files
     from vibe_rl.schema import TaskSpec
 
     root = tmp_path / "templates"

@@ -111,9 +111,15 @@ def cpu_overrides(root: Path, config: str, user: list[str]) -> tuple[list[str], 
 def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path, client_venv: Path,
                   notes: list[str], ports: dict[str, int] | None = None) -> tuple[list[ServerView], SessionSpec]:
     """The sessions a mode runs: names, ports, commands, GPUs (CUDA_VISIBLE_DEVICES), env; notes say what was
-    assumed. `ports`: server -> port (default: the project's own ports, see `identity.default_port`)."""
-    servers = spec.servers_for(mode)
+    assumed. `ports`: server -> port (default: the project's own ports, see `identity.default_port`).
+
+    Every spec value that reaches a launcher is checked first (names, files inside the project, env var names:
+    scaffold/plan_values.py) and quoted with shlex.quote: a task_spec.json is data, never shell code."""
+    from vibe_rl.scaffold.plan_values import check_plan
+
     root = Path(opts.project_dir).resolve()
+    check_plan(spec, root=root)
+    servers = spec.servers_for(mode)
     ports = ports or {s.name: identity.default_port(s.port, root) for s in servers}
     ids = visible_gpus()
     have = len(ids)
@@ -131,8 +137,8 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
     max_tokens = None
     for s in servers:
         url = f"http://127.0.0.1:{ports[s.name]}"
-        cmd = (f"vibe-rl swarm start --port {ports[s.name]} --config {s.config} "
-               f"--experiment-dir experiments/{s.name} --token-file {shlex.quote(str(token_file))}")
+        cmd = (f"vibe-rl swarm start --port {int(ports[s.name])} --config {shlex.quote(s.config)} "
+               f"--experiment-dir {shlex.quote('experiments/' + s.name)} --token-file {shlex.quote(str(token_file))}")
         static_notes(spec, s, notes)
         sets = list(opts.overrides)
         if cpu:
@@ -154,7 +160,7 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
         client_env[s.url_env] = url
     if max_tokens:
         client_env["VIBE_RL_MAX_TOKENS"] = max_tokens
-    client = SessionSpec(identity.client_session(spec, root), f"python {spec.mode(mode).script}", root,
+    client = SessionSpec(identity.client_session(spec, root), f"python {shlex.quote(spec.mode(mode).script)}", root,
                          root / "logs", client_env, str(client_venv / "bin"))
     return views, client
 

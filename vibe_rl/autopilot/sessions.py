@@ -25,11 +25,24 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][A-Za-
 # Not forwarded into sessions: tmux's own variables and per-shell state.
 _START_MARK = "===== vibe-rl: session"
 _MAX_READ = 4 << 20  # bytes of a log read at most (its tail)
-_SKIP_ENV = {"TMUX", "TMUX_PANE", "PWD", "OLDPWD", "SHLVL", "_", "PS1", "PROMPT_COMMAND"}
+_SKIP_ENV = {"TMUX", "TMUX_PANE", "PWD", "OLDPWD", "SHLVL", "_", "PS1", "PROMPT_COMMAND",
+             "SHELLOPTS", "BASHOPTS", "BASH_VERSINFO", "EUID", "UID", "PPID"}  # the last: read-only in bash
 
 
 class SessionError(VibeRLError, RuntimeError):
     """A tmux session could not be started or read."""
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SESSION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to a fresh file of mode 0600 (an old file or a planted link is removed first, never followed)."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 @dataclass
@@ -50,6 +63,11 @@ class SessionSpec:
     @property
     def launcher(self) -> Path:
         return self.log_dir / f"{self.name}.sh"
+
+    @property
+    def env_file(self) -> Path:
+        """The environment of the `vibe-rl run` process (API keys too), mode 0600, sourced by the launcher."""
+        return self.log_dir / f"{self.name}.env"
 
 
 def strip_ansi(text: str) -> str:
@@ -74,11 +92,14 @@ class TmuxSessions:
         self._write_launcher(spec)
         with spec.log.open("a", encoding="utf-8") as fh:  # a restart appends; readers start at the mark
             fh.write(f"\n{_START_MARK} {spec.name} started {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n")
-        env = {k: v for k, v in os.environ.items() if k not in _SKIP_ENV}
+        # The environment (API keys among it) reaches the session through a 0600 file the launcher sources, never
+        # through `tmux new-session -e K=V`, whose arguments every local user can read in `ps`.
+        _write_private(spec.env_file, "".join(f"export {k}={shlex.quote(v)}\n" for k, v in os.environ.items()
+                                              if k not in _SKIP_ENV and _ENV_NAME.fullmatch(k)))
         try:
             session = self._server.new_session(
                 session_name=spec.name, start_directory=str(spec.cwd),
-                window_command="bash --noprofile --norc", environment=env, x=200, y=50)
+                window_command="bash --noprofile --norc", x=200, y=50)
         except Exception as exc:  # libtmux raises its own exception types
             raise SessionError(f"Could not start tmux session {spec.name}: {exc}. Is tmux installed?") from exc
         pane = session.active_pane
@@ -122,7 +143,15 @@ class TmuxSessions:
     # -- helpers -----------------------------------------------------------------------------
     @staticmethod
     def _write_launcher(spec: SessionSpec) -> None:
+        if not _SESSION_NAME.fullmatch(spec.name):
+            raise SessionError(f"tmux session name {spec.name!r} may hold only letters, digits, '_', '.', '-'; fix "
+                               "short_name or the server names in task_spec.json")
+        bad = [k for k in spec.env if not _ENV_NAME.fullmatch(k)]
+        if bad:
+            raise SessionError(f"Environment variable name {bad[0]!r} of session {spec.name} is not a shell name "
+                               "(letters, digits, '_'): fix url_env in task_spec.json")
         lines = ["#!/usr/bin/env bash", f"# vibe-rl autopilot launcher for tmux session {spec.name}",
+                 f"if [ -f {shlex.quote(str(spec.env_file))} ]; then . {shlex.quote(str(spec.env_file))}; fi",
                  f"cd {shlex.quote(str(spec.cwd))}"]
         if spec.path_prefix:
             lines.append(f'export PATH={shlex.quote(spec.path_prefix)}:"$PATH"')
