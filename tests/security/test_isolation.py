@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -117,16 +116,15 @@ def test_item5_a_huge_body_is_refused_at_once_and_tokenizing_never_blocks_the_se
 
     thread = threading.Thread(target=big_call)
     thread.start()
-    started, slowest = time.perf_counter(), 0.0
+    answered_during = 0  # /healthz answers that came back while the big call was still unanswered
     while thread.is_alive():
-        asked = time.perf_counter()
-        assert httpx.get(server.url + "/healthz", timeout=60).json()["ok"]
-        slowest = max(slowest, time.perf_counter() - asked)
+        assert httpx.get(server.url + "/healthz", timeout=120).json()["ok"]
+        answered_during += thread.is_alive()
     thread.join()
-    took = time.perf_counter() - started
-    # a blocked event loop holds /healthz for about the whole call (measured 5 s of 5.5 s when the
-    # tokenizer held the GIL); a free one answers in milliseconds
-    assert outcome["code"] == "context_length_exceeded" and slowest < max(0.5, took / 4), (slowest, took)
+    # Counted in events, not seconds: a blocked event loop holds every /healthz until the big call is answered,
+    # so at most the one or two sent before the loop blocked (and one in the gap after) come back while the call
+    # is open; a free loop answers one after another for the whole call.
+    assert outcome["code"] == "context_length_exceeded" and answered_during >= 10, answered_during
     too_many = [{"role": "user", "content": "a"}] * 3000
     with pytest.raises(openai.BadRequestError, match="messages"):
         llm.chat.completions.create(model=api.model, messages=too_many)

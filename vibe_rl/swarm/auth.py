@@ -20,6 +20,7 @@ URL's port. A remote server's token is never guessed from local files.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -35,8 +36,15 @@ MIN_TOKEN_CHARS = 16
 
 
 def is_loopback(host: str) -> bool:
+    """A loopback name or a loopback IP address (127.0.0.0/8, ::1). Exact: `127.0.0.1.attacker.example` is a DNS
+    name anyone can point at 127.0.0.1 (DNS rebinding), so it is not loopback."""
     host = host.strip().lower()
-    return host in LOOPBACK_NAMES or host.startswith("127.")
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def is_wildcard(host: str) -> bool:

@@ -160,6 +160,18 @@ class HotPath:
                              "machine, else VIBE_RL_SWARM_TOKEN / VIBE_RL_SWARM_TOKEN_FILE; the server keeps it in "
                              "<experiment dir>/swarm.token).", code="invalid_admin_token")
 
+    def _unknown_credential(self, scope: dict) -> ApiError | None:
+        """end, abort and model calls take the admin token or a key this server issued: any other request is
+        answered from its headers alone, so a client without a credential cannot make the server read and decode
+        megabytes of JSON on its event loop."""
+        serving = getattr(self.app.state, "serving", None)
+        key = _credential(scope)
+        if serving is not None and key and serving.registry.knows_key(key):
+            return None
+        return ApiError(401, "Send an episode's own API key (`Authorization: Bearer <api_key>`: ep.api_key of "
+                             "swarm.episode(task), or begin_episode's; keys of a restarted server no longer work) or "
+                             "the admin token.", code="invalid_api_key" if key else "missing_api_key")
+
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
@@ -185,6 +197,10 @@ class HotPath:
         if handler is not None and scope["method"] != "POST":
             err = ApiError(405, f"{scope['path']} takes POST, not {scope['method']}.", code="method_not_allowed")
             return await _send_error(send, err, [(b"allow", b"POST")])
+        if handler is not None and path != "/episode/begin" and not scope["vibe_admin"]:
+            refused = self._unknown_credential(scope)  # before a byte of the body is read or parsed
+            if refused is not None:
+                return await _send_error(send, refused)
         t0 = time.perf_counter()
         try:
             raw = await _read_body(receive, self.guard.max_body_bytes)
