@@ -39,6 +39,8 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Plan only: print the TaskSpec, write nothing."),
         as_json: bool = typer.Option(False, "--json", help="Print the TaskSpec as JSON."),
         force: bool = typer.Option(False, "--force", help="Overwrite files in a non-empty --out folder."),
+        yes: bool = typer.Option(False, "--yes", "-y", help="Write without asking to confirm the review table "
+                                 "(only a terminal is asked; a script or a pipe never waits)."),
         rules_rounds: int = typer.Option(
             3, "--rules-rounds", min=1, help="With --family turn_based and an LLM planner: rounds the LLM gets to "
             "write game_rules.py and its tests until they, the imports and doctor pass."),
@@ -48,7 +50,8 @@ def register(app: typer.Typer) -> None:
         What the planner could not place in the plan is printed as "not understood" before anything is
         written; every default it took is printed as a note."""
         from vibe_rl.errors import PlannerError
-        from vibe_rl.planner import load_plan, plan, resolve
+        from vibe_rl.planner import load_plan, plan_reviewed, resolve
+        from vibe_rl.planner import review as reviewing
         from vibe_rl.scaffold.render import render_project
 
         given = [x for x in (spec, spec_file, plan_file) if x is not None]
@@ -72,6 +75,7 @@ def register(app: typer.Typer) -> None:
             plan_file = plan_file / "task_spec.json"
         if plan_file is not None:
             task, used = load_plan(plan_file, name=name), "none (--plan)"
+            rows = reviewing.review(task, "", used)
         else:
             if spec_file is not None:
                 if spec_file.is_dir():
@@ -84,8 +88,10 @@ def register(app: typer.Typer) -> None:
                     raise PlannerError(f"--spec-file {spec_file} is not a regular file (a device or a pipe?). Save "
                                        "the spec to a file and pass that, or pass it as an argument.")
                 spec = read_spec(spec_file)
-            task, used = plan(spec, planner=planner, name=name, family=family), resolve(planner)
+            (task, rows), used = plan_reviewed(spec, planner=planner, name=name, family=family), resolve(planner)
         _show(task, used, as_json)
+        for line in reviewing.table(rows):  # field, value, from: a wrong value is visible at a glance
+            typer.echo(line, err=as_json)
         if dry_run:
             from vibe_rl.engine.memory import spec_fit_notes
 
@@ -93,7 +99,11 @@ def register(app: typer.Typer) -> None:
                 typer.echo(fit.message, err=as_json)
             return
         target = out or Path("generated") / task.name
-        files = render_project(task, target, force=force)
+        if not yes and not as_json and _terminal() and not typer.confirm(f"Write the project to {target}?",
+                                                                          default=True):
+            typer.echo("nothing written: fix the spec (or the plan, --plan FILE) and run `vibe-rl new` again")
+            raise typer.Exit(1)
+        files = [*render_project(task, target, force=force), reviewing.save(rows, target, used)]
         if not as_json:
             typer.echo(f"wrote {len(files)} files to {target}:")
             for path in files:
@@ -110,6 +120,13 @@ def register(app: typer.Typer) -> None:
             import shlex
 
             typer.echo(f"next: vibe-rl doctor {shlex.quote(str(target))} && vibe-rl run {shlex.quote(str(target))}")
+
+
+def _terminal() -> bool:
+    """A person at a terminal can answer; a script, a pipe or CI never waits for an answer."""
+    import sys
+
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def read_spec(path: Path) -> str:

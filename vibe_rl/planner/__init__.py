@@ -49,15 +49,23 @@ def get_planner(name: str = "auto", **kwargs) -> Planner:
 def plan(text: str, planner: str = "auto", name: str | None = None, family: str | None = None) -> TaskSpec:
     """Plan `text`; `name` overrides the project slug; `family` skips keyword matching and applies that family's
     offline rules (for `turn_based` with an LLM planner, `vibe-rl new` then lets the LLM write the game's rules)."""
-    if family is not None:  # the family's own rules fill the numbers (an LLM may then write turn_based rules)
+    return plan_reviewed(text, planner, name, family)[0]
+
+
+def plan_reviewed(text: str, planner: str = "auto", name: str | None = None,
+                  family: str | None = None) -> tuple[TaskSpec, list[dict]]:
+    """`plan`, plus where each value came from (vibe_rl.planner.review: the rows `vibe-rl new` prints)."""
+    from vibe_rl.planner.review import review
+
+    if family is not None or resolve(planner) == "offline":  # the family's own rules fill the numbers
         from vibe_rl.planner.offline import OfflinePlanner
 
-        spec = OfflinePlanner().plan(text, family=family)
-    else:
-        spec = get_planner(planner).plan(text)
-        if resolve(planner) != "offline":
-            spec = _with_missing_names(spec, text)
-    return _renamed(spec, name)
+        offline = OfflinePlanner()
+        spec = offline.plan(text, family=family)
+        spec = _renamed(spec, name)
+        return spec, review(spec, text, "offline", offline.read)
+    spec = _renamed(_with_missing_names(get_planner(planner).plan(text), text), name)
+    return spec, review(spec, text, resolve(planner))
 
 
 def _with_missing_names(spec: TaskSpec, text: str) -> TaskSpec:

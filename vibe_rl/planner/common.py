@@ -79,6 +79,7 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
     """Set a manifest parameter from a found value, else note its default."""
     if found is not None:
         game[name] = facts.use(found)
+        facts.src.source(f"game.{name}", found.start, found.end)
     elif name in manifest.parameters:
         notes.append(f"No {what} given: using {name} = {manifest.parameters[name].default}.")
 

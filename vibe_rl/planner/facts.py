@@ -150,6 +150,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
                 else:
                     continue  # a second, different value: left unmarked, so it is reported
                 src.mark(seg_start + number.start(1), seg_start + number.end(1))
+                src.source(f"reward.{kind}", seg_start, seg_start + len(segment))
     return win, loss
 
 

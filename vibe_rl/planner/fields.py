@@ -145,6 +145,7 @@ def read_fields(src: SpecText, notes: list[str]) -> dict[str, Any]:
             continue
         first = found[0]  # the first pattern's first match: the most explicit phrasing
         values[name] = first[2]
+        src.source(f"training.{name}", first[0], first[1])
         others = sorted({v for _, _, v in found[1:] if v != first[2]}, key=str)
         for start, end, value in found:
             if value == first[2]:

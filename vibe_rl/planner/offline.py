@@ -93,9 +93,12 @@ def load_rules(manifest: Manifest) -> ModuleType:
     return module
 
 
-def plan_with(manifest: Manifest, text: str, notes: list[str] | None = None) -> TaskSpec:
-    """Apply one family's rules to `text` and list what was not understood (`notes` go first in the plan's)."""
+def plan_with(manifest: Manifest, text: str, notes: list[str] | None = None, keep: list | None = None) -> TaskSpec:
+    """Apply one family's rules to `text` and list what was not understood (`notes` go first in the plan's);
+    `keep` receives the marked text (where each value was read: vibe_rl.planner.review)."""
     facts = extract(text)
+    if keep is not None:
+        keep.append(facts.src)
     facts.notes[:0] = notes or []
     try:
         spec = load_rules(manifest).build(facts, manifest)
@@ -119,6 +122,9 @@ class OfflinePlanner:
 
     name = "offline"
 
+    def __init__(self) -> None:
+        self.read = None  # the marked SpecText of the last plan (vibe_rl.planner.review reads its sources)
+
     def plan(self, text: str, family: str | None = None) -> TaskSpec:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
@@ -140,7 +146,13 @@ class OfflinePlanner:
             if chosen is None:
                 raise PlannerError(f"--family {family}: no such template family; families: "
                                    f"{', '.join(m.name for m in families)}.")
-            return plan_with(chosen, text, notes)
+            return self._plan(chosen, text, notes)
         matched = [m for m in families if m.keywords]
         chosen = pick_family(text, matched)
-        return plan_with(chosen, text, notes + differs_note(text, chosen) + _also_named(text, matched, chosen))
+        return self._plan(chosen, text, notes + differs_note(text, chosen) + _also_named(text, matched, chosen))
+
+    def _plan(self, manifest: Manifest, text: str, notes: list[str]) -> TaskSpec:
+        keep: list = []
+        spec = plan_with(manifest, text, notes, keep)
+        self.read = keep[0]
+        return spec

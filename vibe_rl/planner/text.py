@@ -102,6 +102,11 @@ class SpecText:
     def __init__(self, text: str):
         self.text = text
         self.spans: list[tuple[int, int]] = []
+        self.sources: dict[str, tuple[int, int]] = {}  # plan field -> the span its value was read from
+
+    def source(self, field: str, start: int, end: int) -> None:
+        """Record where a plan field's value was read (the first reading stays)."""
+        self.sources.setdefault(field, (start, end))
 
     def mark(self, start: int, end: int) -> None:
         self.spans.append((start, end))

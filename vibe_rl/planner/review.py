@@ -1,0 +1,221 @@
+"""Where each value of a plan came from: the review table `vibe-rl new` prints before writing and keeps in the
+project (plan_review.json), so that a wrong value is visible at a glance.
+
+Each row is one field (`training.lr`, `game.num_players`, `servers.0.model_path`, `wire.agent_roll.spy`, ...)
+with its value and its source:
+- `spec`: the span of the spec it was read from (the offline rules record the span of each training number,
+  reward and game parameter as they read it; other values are matched to a marked span that states the value
+  next to the field's own word);
+- `default`: the spec does not state it; `rule` is the planner's note that says which default was taken;
+- `llm`: an LLM planner chose it; `span` is where the spec states that value (checked in the spec's text), or
+  empty with a rule saying the spec does not state it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from vibe_rl.planner.text import SpecText, to_int
+from vibe_rl.schema.spec import TaskSpec
+
+REVIEW_FILE = "plan_review.json"
+SKIPPED_GAME = {"spec_text", "spec_quote"}
+# The words of a field: a number sets it only where one of them stands in the same part of a clause
+WORDS = {
+    "gpus": r"gpus?|cards?|卡|显卡|[ahbv]\d{2,3}|l\d{1,2}s?|rtx|nodes?|\d+\s*[x×*]",
+    "port": r"ports?|端口|:\d{4,5}|localhost|127\.0\.0\.1",
+    "num_players": r"players?|玩家|人|\d+p\b|seats?|局",
+    "num_spies": r"spies|spy|卧底|undercover",
+    "num_civilians": r"civilians?|平民",
+    "max_rounds": r"rounds?|轮",
+    "max_days": r"days?|天|rounds?|轮|nights?",
+    "max_turns": r"turns?|moves?|回合|步|手",
+    "num_tasks": r"tasks|games|mock|pairs|papers|对局|局|条|篇|生成|examples|items",
+    "win": r"win\w*|胜|赢|reward|奖励",
+    "loss": r"los\w*|败|输|负|reward|奖励",
+}
+ROLE_WORDS = {"civilian": r"civilians?|平民|team a", "spy": r"spies|spy|卧底|undercover|team b",
+              "werewolf": r"werewol\w*|wolves|wolf|狼人|狼", "seer": r"seers?|预言家", "witch": r"witch\w*|女巫",
+              "hunter": r"hunters?|猎人", "villager": r"villagers?|平民|村民|民", "learner": r"learner|learning seat|学习",
+              "opponent": r"opponents?|对手|rest|others?|其余|其他"}
+NOTE_WORDS = {"reward": r"reward", "gpus": r"gpu", "port": r"port", "model_path": r"model path|directory|\btiny\b",
+              "modes": r"\bmodes?\b", "roles": r"role table|seats?", "family": r"family|planned as"}
+_TRAIN = r"train\w*|训练|可训练|learn\w*|共享|shared|server\s*\d|服务器"
+
+
+def _rows_of(spec: TaskSpec) -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = [("family", spec.family), ("gpus", spec.gpus)]
+    rows += [(f"game.{k}", v) for k, v in spec.game.items() if k not in SKIPPED_GAME]
+    for i, s in enumerate(spec.servers):
+        rows += [(f"servers.{i}.model_path", s.model_path), (f"servers.{i}.port", s.port), (f"servers.{i}.gpus", s.gpus)]
+    rows += [(f"static_models.{i}.name", m.name) for i, m in enumerate(spec.static_models)]
+    rows += [(f"training.{k}", v) for k, v in spec.training.model_dump().items()]
+    rows += [("reward.win", spec.reward.win), ("reward.loss", spec.reward.loss), ("modes", [m.name for m in spec.modes])]
+    for mode in spec.modes:
+        rows += [(f"wire.{mode.name}.{role}", spec.model_for_role(role, mode.name).name) for role in spec.roles]
+    return rows
+
+
+def show(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _states(piece: str, value: Any) -> bool:
+    """Does this piece of text state the value (a number equal to it, or the string itself)?"""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, (int, float)):
+        for m in re.finditer(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[零一二两三四五六七八九十百千万]+", piece, re.IGNORECASE):
+            try:
+                number = float(m.group()) if re.match(r"[-+\d]", m.group()) else to_int(m.group())
+            except (ValueError, KeyError):
+                continue
+            if number == value:
+                return True
+        return False
+    return isinstance(value, str) and len(value) >= 2 and value.lower() in piece.lower()
+
+
+def _part(src: SpecText, start: int, end: int) -> str:
+    """The comma part of its clause that holds [start, end) (widened to hold it all)."""
+    a, b = next(((pa, pb) for pa, pb in _pieces(src.text, *src.clause_of(start)) if pa <= start < pb), (start, end))
+    a, b = min(a, start), max(b, end)
+    return src.text[a:b].strip(" \t\n-*:：,，").rstrip(".。 \n")
+
+
+def _spec_span(src: SpecText, field: str, value: Any) -> str | None:
+    if field in src.sources:
+        return _part(src, *src.sources[field])
+    leaf = field.rsplit(".", 1)[-1]
+    if field.startswith("wire."):
+        role_words = ROLE_WORDS.get(leaf, re.escape(leaf))
+        want = _TRAIN if value.startswith("server") else re.escape(value)
+        for start, end in src.clauses():
+            for a, b in [*_pieces(src.text, start, end), (start, end)]:  # a comma part, else the whole clause
+                piece = src.text[a:b]
+                if re.search(role_words, piece, re.IGNORECASE) and re.search(want, piece, re.IGNORECASE):
+                    return _part(src, a, b) if (a, b) != (start, end) else src.text[a:b].strip()
+        return None
+    if isinstance(value, dict):  # a role table: every seated role's count next to its word
+        said = []
+        for role, count in value.items():
+            hit = next(((a, b) for start, end in src.clauses() for a, b in _pieces(src.text, start, end)
+                        if count and re.search(ROLE_WORDS.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)
+                        and _states(src.text[a:b], count)), None)
+            if hit and src.text[hit[0]:hit[1]].strip() not in said:
+                said.append(src.text[hit[0]:hit[1]].strip())
+        return " | ".join(said) or None
+    words = WORDS.get(leaf)
+    if isinstance(value, (int, float)) and not words:
+        return None
+    for a, b in src.spans:
+        clause = src.clause_of(a)
+        for pa, pb in _pieces(src.text, *clause):
+            if not (pa <= a < pb):
+                continue
+            piece = src.text[pa:pb]
+            if _states(src.text[a:b] if isinstance(value, str) else piece, value) and \
+                    (words is None or re.search(words, piece, re.IGNORECASE)):
+                return _part(src, a, b)
+    if isinstance(value, str) and len(value) >= 3:  # a path or a model name stated verbatim
+        at = src.text.lower().find(value.lower())
+        if at >= 0:
+            return _part(src, at, at + len(value))
+    return None
+
+
+def _family_span(text: str, family: str) -> str | None:
+    """The first keyword of the family that the spec names ('谁是卧底', 'werewolves')."""
+    from vibe_rl.scaffold.families import load_family
+
+    try:
+        words = load_family(family).all_keywords()
+    except Exception:  # noqa: BLE001 - a family without a manifest: no keyword to show
+        return None
+    lower = text.lower()
+    hits = sorted((lower.find(w.lower()), w) for w in words if w and w.lower() in lower)
+    return text[hits[0][0]:hits[0][0] + len(hits[0][1])] if hits else None
+
+
+def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The comma parts of a clause."""
+    out, a = [], start
+    for m in re.finditer(r"[,，、;；]", text[start:end]):
+        out.append((a, start + m.start()))
+        a = start + m.end()
+    out.append((a, end))
+    return out
+
+
+def _rule(notes: list[str], field: str) -> str:
+    leaf = field.rsplit(".", 1)[-1]
+    head = field.split(".", 1)[0]
+    if head == "wire":
+        return "the role's team plays its default model (the family's wiring)"
+    for pattern in (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf)):
+        if pattern:
+            said = [n for n in notes if re.search(pattern, n, re.IGNORECASE)]
+            if said:  # a note that names the default taken comes first
+                return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
+    return "the family's default"
+
+
+def review(spec: TaskSpec, text: str, planner: str, read: SpecText | None = None) -> list[dict[str, Any]]:
+    """One row per field: {field, value, from: spec|default|llm, span, rule}. `read` is the offline planner's
+    marked text (OfflinePlanner.read); without it (an LLM plan, or --plan) values are looked up in `text`."""
+    rows = []
+    source = read if read is not None else SpecText(text)
+    if read is None:  # an LLM's answer, or an edited plan: a value counts as stated only where the text says it
+        source.spans = [(0, len(text))]
+    for field, value in _rows_of(spec):
+        span = _family_span(source.text, value) if field == "family" else \
+            None if field == "modes" else _spec_span(source, field, value)
+        if read is None:
+            kind = "llm" if planner not in ("none (--plan)", "plan") else "plan"
+            rule = None if span else "the edited plan file" if kind == "plan" else "not stated in the spec: check it"
+        else:
+            kind = "spec" if span else "default"
+            rule = None if span else _rule(spec.notes, field)
+        if span is not None and not all(part in text for part in span.split(" | ")):
+            span = f"{span} (as read)"
+        rows.append({"field": field, "value": show(value), "from": kind, "span": span, "rule": rule})
+    return rows
+
+
+def table(rows: list[dict[str, Any]], width: int = 60) -> list[str]:
+    """The rows as aligned text lines: field, value, from."""
+    def cut(s: str, n: int) -> str:
+        return s if len(s) <= n else s[:n - 3] + "..."
+
+    fw = max(len(r["field"]) for r in rows)
+    vw = min(32, max(len(r["value"]) for r in rows))
+    lines = [f"{'field':<{fw}}  {'value':<{vw}}  from", f"{'-' * fw}  {'-' * vw}  {'-' * 4}"]
+    for r in rows:
+        said = f"{r['from']}: {r['span']!r}" if r["span"] else f"{r['from']}: {r['rule']}"
+        lines.append(f"{r['field']:<{fw}}  {cut(r['value'], vw):<{vw}}  {cut(said, width)}")
+    return lines
+
+
+def save(rows: list[dict[str, Any]], project_dir: str | Path, planner: str) -> Path:
+    path = Path(project_dir) / REVIEW_FILE
+    path.write_text(json.dumps({"planner": planner, "rows": rows}, ensure_ascii=False, indent=2) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def load(project_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """field -> row of a project's plan_review.json ({} when there is none)."""
+    path = Path(project_dir) / REVIEW_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return {r["field"]: r for r in json.loads(path.read_text(encoding="utf-8")).get("rows", [])}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
