@@ -103,7 +103,7 @@ def register(app: typer.Typer) -> None:
                                                                           default=True):
             typer.echo("nothing written: fix the spec (or the plan, --plan FILE) and run `vibe-rl new` again")
             raise typer.Exit(1)
-        files = [*render_project(task, target, force=force), reviewing.save(rows, target, used)]
+        files = [*render_project(task, target, force=force), reviewing.save(rows, target, used, spec or "")]
         if not as_json:
             typer.echo(f"wrote {len(files)} files to {target}:")
             for path in files:

@@ -43,6 +43,7 @@ ROLE_WORDS = {"civilian": r"civilians?|平民|team a", "spy": r"spies|spy|卧底
               "opponent": r"opponents?|对手|rest|others?|其余|其他"}
 NOTE_WORDS = {"reward": r"reward", "gpus": r"gpu", "port": r"port", "model_path": r"model path|directory|\btiny\b",
               "modes": r"\bmodes?\b", "roles": r"role table|seats?", "family": r"family|planned as"}
+_TRAIN_VERB = r"\btrain(?:ed|able|s|ing)?\b|训练|可训练|learns?\b"
 _TRAIN = r"train\w*|训练|可训练|learn\w*|共享|shared|server\s*\d|服务器"
 
 
@@ -203,11 +204,50 @@ def table(rows: list[dict[str, Any]], width: int = 60) -> list[str]:
     return lines
 
 
-def save(rows: list[dict[str, Any]], project_dir: str | Path, planner: str) -> Path:
+def save(rows: list[dict[str, Any]], project_dir: str | Path, planner: str, spec: str = "") -> Path:
     path = Path(project_dir) / REVIEW_FILE
-    path.write_text(json.dumps({"planner": planner, "rows": rows}, ensure_ascii=False, indent=2) + "\n",
-                    encoding="utf-8")
+    path.write_text(json.dumps({"planner": planner, "spec": spec, "rows": rows}, ensure_ascii=False, indent=2)
+                    + "\n", encoding="utf-8")
     return path
+
+
+def load_spec(project_dir: str | Path) -> str:
+    """The spec text kept in a project's plan_review.json ('' when there is none)."""
+    try:
+        data = json.loads((Path(project_dir) / REVIEW_FILE).read_text(encoding="utf-8"))
+        return data.get("spec", "") if isinstance(data, dict) and isinstance(data.get("spec", ""), str) else ""
+    except (OSError, ValueError):
+        return ""
+
+
+_NOT_TRAINED = re.compile(r"\bnot\b|n't|\bnever\b|\bstatic\b|frozen|不训练|不要训练|静态|固定|冻结|played by",
+                          re.IGNORECASE)
+_GAME_NAME = re.compile(r"谁是卧底|卧底游戏|狼人杀|who[\s-]*is[\s-]*(?:the[\s-]*)?spy|werewol\w*\s*(?=[:：,，(（]|game|$)",
+                        re.IGNORECASE)
+_NEAR = r"\s*(?:(?:are|is|get|also|will be|should be|all|both|to be|must be|都要?|要|也|都|可|共同|一起|会)\s*)*"
+_VERB = r"(?:trained|trainable|trains?|learns?|训练|可训练)"
+
+
+def trained_but_static(spec: TaskSpec, text: str) -> list[tuple[str, str, str]]:
+    """(mode, role, span) for each role the spec trains in so many words ('the werewolves are trained', 'train
+    the seer', '狼人可训练') while no mode of the plan trains it. Conservative: the role word must stand right next
+    to the verb, a game's name ('谁是卧底', 'who is spy') is no role, and a part that negates or names a static
+    model ('not trained', 'static', 'played by') says nothing."""
+    out = []
+    src = SpecText(_GAME_NAME.sub(lambda m: " " * len(m.group()), text))
+    for role in spec.roles:
+        if any(spec.model_for_role(role, mode.name).kind == "server" for mode in spec.modes):
+            continue
+        words = ROLE_WORDS.get(role, re.escape(role))
+        said = rf"(?<![\w\u4e00-\u9fff])(?:{words}){_NEAR}{_VERB}|\b(?:train|训练)\s*(?:the\s+|only\s+the\s+)?(?:{words})"
+        for start, end in src.clauses():
+            hit = next((text[a:b].strip() for a, b in _pieces(src.text, start, end)
+                        if re.search(said, src.text[a:b], re.IGNORECASE) and not _NOT_TRAINED.search(src.text[a:b])),
+                       None)
+            if hit:
+                out.append((spec.modes[0].name, role, hit))
+                break
+    return out
 
 
 def load(project_dir: str | Path) -> dict[str, dict[str, Any]]:

@@ -10,6 +10,10 @@ file and the fix:
 - a server's GPU count that differs between task_spec.json (servers[].gpus, modes[].gpus), the config
   header and the GPUs a mode's run needs against the node's `gpus`;
 - a mode whose script or run file does not exist.
+Plausibility (vibe_rl.planner.review's plan_review.json names where each value came from, so each finding
+quotes the field's source): |win| or |loss| above 10 (a warning), loss above win (an error: the side learns
+to lose), lr outside 1e-7..1e-3, max_tokens under 16 (warnings), and a role the spec's words train ("the
+werewolves are trained") that the plan leaves on a static model (a warning).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def check_plan(doc: Doctor, spec: TaskSpec) -> None:
     check_static(doc, spec)
     check_gpus(doc, spec)
     check_mode_files(doc, spec)
+    check_plausible(doc, spec)
 
 
 def check_unparsed(doc: Doctor, spec: TaskSpec) -> None:
@@ -160,3 +165,40 @@ def check_mode_files(doc: Doctor, spec: TaskSpec) -> None:
             if not (doc.root / file).is_file():
                 doc.add("error", file, 0, f"mode {mode.name} lists {kind} {file}, which does not exist",
                         f"re-render the project, write {file}, or drop mode {mode.name} from {SPEC_FILE}")
+
+
+def _from(review: dict, field: str) -> str:
+    row = review.get(field)
+    if not row:
+        return "source unknown (no plan_review.json)"
+    return f"from the spec: {row['span']!r}" if row.get("span") else f"from {row.get('from')}: {row.get('rule')}"
+
+
+def check_plausible(doc: Doctor, spec: TaskSpec) -> None:
+    from vibe_rl.planner.review import load, load_spec, trained_but_static
+
+    review, (win, loss), lr, tokens = load(doc.root), (spec.reward.win, spec.reward.loss), spec.training.lr, \
+        spec.training.max_tokens
+    for field, value in (("reward.win", win), ("reward.loss", loss)):
+        if abs(value) > 10:
+            doc.add("warning", SPEC_FILE, 0, f"{field} is {value:g} ({_from(review, field)}): rewards are usually "
+                    "within [-1, 1]; a large one is often a number read from another sentence",
+                    f"check {field} in {SPEC_FILE} and re-render (vibe-rl new --plan task_spec.json --out . --force)")
+    if loss > win:
+        doc.add("error", SPEC_FILE, 0, f"reward.loss ({loss:g}, {_from(review, 'reward.loss')}) is above reward.win "
+                f"({win:g}, {_from(review, 'reward.win')}): the trained side learns to lose",
+                f"give the winners more than the losers in {SPEC_FILE} and re-render")
+    if not 1e-7 <= lr <= 1e-3:
+        doc.add("warning", SPEC_FILE, 0, f"training.lr is {lr:g} ({_from(review, 'training.lr')}): outside "
+                "1e-7..1e-3, where fine-tuning an LLM usually works (too high diverges, too low learns nothing)",
+                f"check training.lr in {SPEC_FILE} (e.g. 1e-6) and re-render")
+    if tokens < 16:
+        doc.add("warning", SPEC_FILE, 0, f"training.max_tokens is {tokens} ({_from(review, 'training.max_tokens')}): "
+                "too few for an answer with a tool call, so most answers are cut off",
+                f"raise training.max_tokens in {SPEC_FILE} (e.g. 256) and re-render")
+    text = load_spec(doc.root)
+    for mode, role, span in trained_but_static(spec, text):
+        doc.add("warning", SPEC_FILE, 0, f"mode {mode}: the spec trains the {role} ({span!r}) but the plan leaves "
+                f"it on static model {spec.model_for_role(role, mode).name!r} (wire.{mode}.{role})",
+                f"wire the {role}'s team to a trainable server (teams[].model or modes[{mode}].teams) and "
+                "re-render, or reword the spec if the role is meant to stay static")
