@@ -60,3 +60,79 @@ def test_item5_no_credential_no_body_read(server, path, credential):
     answer = _partial_post(server, path, headers)
     assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
     assert (b"invalid_api_key" if credential else b"missing_api_key") in answer
+
+
+def test_item11_upstream_errors_are_redacted(make_server, tmp_path):
+    """A static model's upstream answers 401 echoing the key (as OpenAI does): the caller and the server's log
+    see the status and the hint, never the key or a bearer string."""
+    import openai
+    import yaml
+    from helpers.scripted_api import Refusal, ScriptedAPI
+
+    from vibe_rl.schema import StaticModel
+    from vibe_rl.swarm import SwarmClient, TrainJob
+
+    secret = "sk-live-" + "a1b2c3d4" * 5
+    echoed = {"error": {"message": f"Incorrect API key provided: Bearer {secret}. Also sk-proj-abc****wxyz."}}
+    with ScriptedAPI([Refusal(401, echoed)]) as upstream:
+        job = TrainJob(static_models=[StaticModel(name="qwen-max", base_url_env="OPP_URL", api_key_env="OPP_KEY")])
+        config = tmp_path / "job.yaml"
+        config.write_text(yaml.safe_dump(job.model_dump(mode="json")))
+        srv = make_server("redact", extra=["--config", str(config)], env={"OPP_KEY": secret, "OPP_URL": upstream.url})
+        with SwarmClient(srv.url) as client:
+            client.auto_sync_train_config_and_start_engine(job, verbose=False)
+            episode_uuid, api = client.begin_episode()
+            llm = openai.OpenAI(base_url=api.base_url, api_key=api.api_key, max_retries=0)
+            with pytest.raises(openai.AuthenticationError) as info:
+                llm.chat.completions.create(model="qwen-max", messages=[{"role": "user", "content": "hi"}])
+            client.abort_episode(episode_uuid)
+    text = str(info.value)
+    assert "upstream answered 401" in text and "api_key_env" in text
+    assert secret not in text and "Bearer sk" not in text and "sk-proj-abc" not in text
+    assert upstream.auth == [f"Bearer {secret}"]
+    assert secret not in srv.output()
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    """True once the server closes `sock` (EOF or reset); the socket's own timeout fails the test on old code."""
+    try:
+        while True:
+            if not sock.recv(4096):
+                return True
+    except ConnectionResetError:
+        return True
+
+
+def test_item13_slow_headers_are_cut(make_server):
+    """Connections that send no headers, half of them, or drip them a byte at a time are closed by the server
+    (`--header-timeout`); a request whose headers came is served as usual."""
+    import threading
+
+    srv = make_server("slow", extra=["--header-timeout", "1"])
+    socks = []
+    for i in range(60):
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+        if i % 2:
+            sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nX-Slow: ".encode())
+        socks.append(sock)
+    drip = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    stop = threading.Event()
+
+    def dribble():  # one header byte after another, never the blank line that ends them
+        drip.sendall(b"GET /healthz HTTP/1.1\r\nX-Drip: ")
+        while not stop.wait(0.2):
+            try:
+                drip.sendall(b"a")
+            except OSError:
+                return
+
+    thread = threading.Thread(target=dribble, daemon=True)
+    thread.start()
+    try:
+        assert all(_closed_by_server(s) for s in socks)
+        assert _closed_by_server(drip)
+    finally:
+        stop.set()
+        for s in [*socks, drip]:
+            s.close()
+    assert httpx.get(srv.url + "/healthz").json()["ok"]

@@ -58,6 +58,23 @@ def _read_state(checkpoint: Path) -> dict:
     return state
 
 
+class CheckpointLinkError(ConfigError):
+    """A checkpoint holds symbolic links: export copies files, never what a link points at."""
+
+
+def _refuse_links(folder: Path) -> None:
+    """Refuse `folder` if it or anything inside it is a symbolic link: copying would follow it and put the file
+    it points at (any file this user can read) into the exported model."""
+    links = [folder] if folder.is_symlink() else []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        links += [Path(root) / n for n in dirs + files if (Path(root) / n).is_symlink()]
+    if links:
+        shown = ", ".join(str(p) for p in links[:5]) + (f" and {len(links) - 5} more" if len(links) > 5 else "")
+        raise CheckpointLinkError(f"{folder} holds {len(links)} symbolic link(s) ({shown}); vibe-rl export copies no "
+                                  "link. Replace each link with the file itself (cp --remove-destination TARGET "
+                                  "LINK) if you trust it, or export another checkpoint.")
+
+
 def export_checkpoint(checkpoint: Path, out: Path, merge_lora: bool = False, base: str | None = None,
                       force: bool = False) -> Path:
     """Write `checkpoint` (a directory engine.save() wrote) to `out` as an HF model directory; returns `out`."""
@@ -71,6 +88,7 @@ def export_checkpoint(checkpoint: Path, out: Path, merge_lora: bool = False, bas
         if not (base or state.get("base_model")):
             raise ModelLoadError(f"{checkpoint / 'state.json'} does not name the base model of its LoRA adapter: "
                                  "pass it with --base PATH.")
+    _refuse_links(checkpoint / ("adapter" if state.get("lora") else "model"))
     tmp = out.parent / f".{out.name}.export-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +96,7 @@ def export_checkpoint(checkpoint: Path, out: Path, merge_lora: bool = False, bas
         if state.get("lora"):
             _merge(checkpoint / "adapter", base or state["base_model"], tmp)
         else:
-            shutil.copytree(checkpoint / "model", tmp)
+            shutil.copytree(checkpoint / "model", tmp, symlinks=True)  # none left: checked above
         if out.exists():
             shutil.rmtree(out)
         os.rename(tmp, out)

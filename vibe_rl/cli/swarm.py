@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(10086, "--port", min=0, max=65535, help="TCP port (0: any free port)."),
         host: str = typer.Option("127.0.0.1", "--host", help="Bind address (loopback by default)."),
         config: str | None = typer.Option(None, "--config", help="TrainJob YAML: the job an empty start uses."),
-        model: str | None = typer.Option(None, "--model", help="tiny|PATH: overrides any synced job's model.path."),
+        model: str | None = typer.Option(None, "--model", help="tiny|smollm2|PATH: overrides any synced job's model.path."),
         experiment_dir: str | None = typer.Option(None, "--experiment-dir", help="Overrides experiment.dir."),
         set_: list[str] = typer.Option([], "--set", help="key.sub=value overrides of any synced job (repeatable)."),
         boot: bool = typer.Option(False, "--boot", help="Start the engine now with --config's job."),
@@ -31,6 +31,9 @@ def register(app: typer.Typer) -> None:
             "Extra Host/Origin name accepted besides the bind address and loopback (repeatable).")),
         incomplete_group_ttl: float = typer.Option(6 * 3600.0, "--incomplete-group-ttl", help=(
             "Seconds a task group may stay below grpo_n without a new episode before it is discarded (counted).")),
+        header_timeout: float = typer.Option(10.0, "--header-timeout", help=(
+            "Seconds a connection may take to send a request's headers (then it is closed): slow-header clients "
+            "cannot hold connections open.")),
         nproc_per_node: int = typer.Option(0, "--nproc-per-node", min=0, help=(
             "Processes (GPUs) on this node; 0: every GPU it sees (1 on CPU). Above 1, training is sharded (FSDP2).")),
         nnodes: int = typer.Option(1, "--nnodes", min=1, help="Nodes of a multi-node server (same command on each)."),
@@ -65,10 +68,12 @@ def register(app: typer.Typer) -> None:
         try:
             cfg = ServerConfig(host=host, port=port, base_job=base, boot_on_start=boot, model=model,
                                experiment_dir=experiment_dir, overrides=list(set_), token=token, token_file=token_file,
-                               allowed_hosts=list(allowed_host), incomplete_group_ttl=incomplete_group_ttl)
+                               allowed_hosts=list(allowed_host), incomplete_group_ttl=incomplete_group_ttl,
+                               header_timeout=header_timeout)
         except ValidationError as exc:
             raise checks.option_error(exc, {"incomplete_group_ttl": "--incomplete-group-ttl", "port": "--port",
-                                            "host": "--host", "token": "--token"}) from None
+                                            "host": "--host", "token": "--token",
+                                            "header_timeout": "--header-timeout"}) from None
         if node_rank == 0 and not distributed.launched_by_torchrun():  # before the ranks start: rank 0 serves HTTP
             checks.check_port(host, port)
         role = ranks.start_ranks(nproc_per_node, nnodes, node_rank, master_addr, master_port,

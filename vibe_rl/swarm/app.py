@@ -179,5 +179,9 @@ def serve(config: ServerConfig) -> None:
     where = token_file(config)
     print(f"admin token: {'generated' if source == 'generated' else 'from ' + source}; kept in "
           f"{where or 'memory'} and {auth.registry_path(config.port)} (mode 0600)", flush=True)
+    from vibe_rl.swarm.conn_timeouts import header_deadline_protocol
+
     uvicorn.run(build_app(config, token), host=config.host, port=config.port, log_level="warning",
-                access_log=False, proxy_headers=False, timeout_graceful_shutdown=5)
+                access_log=False, proxy_headers=False, timeout_graceful_shutdown=5,
+                http=header_deadline_protocol(config.header_timeout), timeout_keep_alive=config.keep_alive_timeout,
+                h11_max_incomplete_event_size=64 * 1024)

@@ -37,6 +37,11 @@ class ServerConfig(BaseModel):
         "--token-file: where the admin token is kept (0600); default <experiment dir>/swarm.token when known"))
     allowed_hosts: list[str] = Field(default_factory=list, description=(
         "--allowed-host: extra Host/Origin names accepted besides the bind address and loopback names"))
+    header_timeout: float = Field(default=10.0, gt=0, le=3600, description=(
+        "--header-timeout: seconds a connection may take to send a request's headers, from its opening or the end "
+        "of its previous response; then it is closed (slow-header clients cannot hold connections open)"))
+    keep_alive_timeout: float = Field(default=5.0, gt=0, le=3600,
+                                      description="Seconds an idle keep-alive connection stays open")
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body (else 413)")
     max_messages: int = Field(default=2048, ge=1, description="Most messages in one chat call (else 400)")
     max_choices: int = Field(default=256, ge=1, description=(

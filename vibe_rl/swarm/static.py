@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,21 @@ from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import StaticModel, TrainJob
 from vibe_rl.swarm.generate import ChatResult, generate_on, sse_chunks
 from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
+
+# What an upstream error message may echo of a credential: bearer strings, OpenAI/Anthropic-style keys (also
+# partly starred: 'sk-abc***wxyz'), key=... query parameters, and long token-like words.
+_SECRETS = re.compile(r"(?i)\bbearer\s+\S+|\b(?:sk|pk|rk|ak|key|token)[-_][A-Za-z0-9*_.\-]{4,}|"
+                      r"(?:api[_-]?key|access[_-]?token|token|key|secret|password)=[^\s&\"']+|"
+                      r"\b(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{32,}\b")
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """`text` with every given secret and anything that looks like a credential replaced by '[redacted]': an
+    upstream's error message is relayed to clients and logs, never what it echoed of the key."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return _SECRETS.sub("[redacted]", text)
 
 
 def upstream_of(model: StaticModel) -> tuple[str | None, str | None]:
@@ -109,11 +125,13 @@ class StaticRouter:
                                 "Check its base_url / base_url_env.", code="upstream_unreachable") from None
         if resp.status_code >= 400:
             try:
-                detail = resp.json().get("error", {}).get("message", "")
-            except ValueError:
-                detail = resp.text[:300]
+                error = resp.json().get("error", {})
+                detail = str(error.get("message", "") if isinstance(error, dict) else error)
+            except (ValueError, AttributeError):
+                detail = resp.text
             status = resp.status_code if resp.status_code < 500 else 502
             hint = " Check the api_key_env variable." if resp.status_code in (401, 403) else ""
+            detail = redact(detail[:2000], key)[:300]
             raise ApiError(status, f"Static model '{model.name}' upstream answered {resp.status_code}: {detail}.{hint}",
                            code="upstream_error")
         body = resp.json()
