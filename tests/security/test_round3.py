@@ -136,3 +136,28 @@ def test_item13_slow_headers_are_cut(make_server):
         for s in [*socks, drip]:
             s.close()
     assert httpx.get(srv.url + "/healthz").json()["ok"]
+
+
+EVIL_TASK = ("\x1b]0;pwned title\x07\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[H[link=http://evil.example]click[/link]"
+             "[bold red]fake[/]\u202egnp.exe\x9b31m")
+
+
+def test_item9_overwatch_shows_task_ids_inert(server):
+    """A client's task id full of terminal escapes (title, clipboard write, clear screen) and rich markup (a
+    link) reaches `vibe-rl swarm overwatch --once` (real CLI, real server) as visible text, with no escape."""
+    import subprocess
+    import sys
+
+    from vibe_rl.swarm import SwarmClient, Task, WorkflowOutput
+
+    with SwarmClient(server.url) as client:
+        episode_uuid, _ = client.begin_episode()
+        client.end_episode(Task(task_id=EVIL_TASK), episode_uuid, WorkflowOutput(reward=0.0))
+    done = subprocess.run([sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "overwatch",
+                           "--once", "--url", server.url], capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "COLUMNS": "400", "TERM": "dumb"})
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out and "\u202e" not in out
+    assert "[link=http://evil.example]click[/link]" in out and "[bold red]fake[/]" in out  # shown, not parsed
+    assert "\\x1b]0;pwned title" in out  # the escape is written out, visibly

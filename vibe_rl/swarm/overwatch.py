@@ -11,6 +11,7 @@ FINISHED once `train.total_steps` is reached.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -25,6 +26,25 @@ from vibe_rl.swarm.metrics import Rates
 PILE_UP_FACTOR = 2.0  # a group this many times larger than grpo_n is suspicious
 RUNNING_ROWS = 10  # running episodes listed; the rest are counted
 SPARKS = "▁▂▃▄▅▆▇█"
+
+
+# Control characters (terminal escapes: title, clipboard write, clear screen, hyperlinks) and bidi overrides; a
+# task id or an error message comes from clients (and the status from whatever listens on the port).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+MAX_SHOWN = 300  # characters of one string shown at most
+
+
+def clean(value: Any) -> Any:
+    """`value` with every string made inert for a terminal: control characters written as escapes (`\\x1b`),
+    long strings cut. Rich markup in them is never parsed: they are shown as Text, never as markup strings."""
+    if isinstance(value, str):
+        text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], value)
+        return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + f"... ({len(text)} chars)"
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean(v) for v in value]
+    return value
 
 
 def sparkline(values: list[float], width: int = 60) -> str:
@@ -61,6 +81,7 @@ def pile_ups(status: dict[str, Any]) -> list[dict[str, Any]]:
 def render(status: dict[str, Any], url: str = "", history: list[dict[str, Any]] | None = None,
            rates: dict[str, float] | None = None) -> Group:
     """The view. `history`: every update so far (for the sparkline); `rates`: counters per second."""
+    status, history, url = clean(status), clean(history), clean(url)
     pool = status["pool"]
     grpo_n = pool.get("grpo_n") or 0
     state = "FINISHED" if finished(status) else status["state"]
@@ -136,17 +157,17 @@ def render(status: dict[str, Any], url: str = "", history: list[dict[str, Any]] 
                       Text("episodes per task far above grpo_n", style="bold red"))
     parts.append(table)
     if piles:
-        parts.append(Panel(f"{piles[0]['episodes']} episodes piled under task_id {piles[0]['task_id']!r} "
-                           f"(grpo_n={grpo_n}). GRPO groups episodes by task_id, so the pool counts them as one "
-                           "task and never reaches its target: give every task its own stable, non-empty "
-                           "task_id (e.g. the episode seed).", title="WARNING", style="bold red"))
+        parts.append(Panel(Text(f"{piles[0]['episodes']} episodes piled under task_id {piles[0]['task_id']!r} "
+                                f"(grpo_n={grpo_n}). GRPO groups episodes by task_id, so the pool counts them as one "
+                                "task and never reaches its target: give every task its own stable, non-empty "
+                                "task_id (e.g. the episode seed)."), title="WARNING", style="bold red"))
 
     running = status.get("running_episodes", [])
     rtable = Table(title=f"Running episodes ({status.get('running_count', len(running))})")
     for col in ("Episode", "LLM calls", "Idle s"):
         rtable.add_column(col, justify="left" if col == "Episode" else "right")
     for ep in running[:RUNNING_ROWS]:
-        rtable.add_row(ep["episode_uuid"][:12] + "...", str(ep["llm_calls"]), f"{ep['idle_s']:.1f}")
+        rtable.add_row(Text(str(ep["episode_uuid"])[:12] + "..."), str(ep["llm_calls"]), f"{ep['idle_s']:.1f}")
     hidden = status.get("running_count", len(running)) - min(len(running), RUNNING_ROWS)
     if hidden > 0:
         rtable.caption = f"{hidden} more running episodes not shown"
@@ -157,7 +178,7 @@ def render(status: dict[str, Any], url: str = "", history: list[dict[str, Any]] 
         ttable.add_column(col, justify="left" if col == "Task ID" else "right")
     for task in status.get("tasks", [])[:15]:
         bad = grpo_n and task["episodes"] > PILE_UP_FACTOR * grpo_n or not str(task["task_id"]).strip()
-        ttable.add_row(repr(task["task_id"]) if not str(task["task_id"]).strip() else str(task["task_id"]),
+        ttable.add_row(Text(repr(task["task_id"]) if not str(task["task_id"]).strip() else str(task["task_id"])),
                        str(task["episodes"]), f"{task['reward_mean']:.3f} ± {task['reward_std']:.3f}",
                        style="bold red" if bad else "")
     parts.append(ttable)
@@ -198,7 +219,7 @@ def run(url: str, once: bool = False, interval: float = 2.0, console: Console | 
         try:
             console.print(View(url)())
         except httpx.HTTPError as exc:
-            console.print(f"[red]cannot read {url}/control/status: {type(exc).__name__}: {exc}[/red]")
+            console.print(Text(clean(f"cannot read {url}/control/status: {type(exc).__name__}: {exc}"), style="red"))
             return 1
         return 0
     from rich.live import Live
@@ -209,7 +230,7 @@ def run(url: str, once: bool = False, interval: float = 2.0, console: Console | 
         try:
             return live_view()
         except httpx.HTTPError as exc:
-            return Panel(f"cannot read {url}/control/status: {type(exc).__name__}: {exc}", style="red")
+            return Panel(Text(clean(f"cannot read {url}/control/status: {type(exc).__name__}: {exc}")), style="red")
 
     try:
         if not console.is_terminal:  # piped or logged: one snapshot per interval instead of a live region
