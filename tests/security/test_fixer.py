@@ -56,3 +56,21 @@ def test_item8_nul_paths_directories_and_non_utf8_files_are_failed_attempts(proj
         apply_fix(project, fix)
     assert (project / "agent_run.py").read_text() == "x = 1\n"  # nothing half applied
     assert issubclass(error, (FixRefusedError, EditError))  # what the runner reports as a failed attempt
+
+
+def test_issue25_item10_the_fix_prompt_holds_only_project_files(tmp_path, project):
+    """What goes to the fix LLM (a third party): the project's own files only. A run_file set to an absolute path,
+    a '../' path, a traceback naming a file outside, and a symlink inside the project that points out are all
+    left out (named as not shown), never read."""
+    from vibe_rl.autopilot.diagnose import Diagnosis
+    from vibe_rl.autopilot.fixer import build_prompt
+
+    secret = tmp_path / "secret.py"
+    secret.write_text("API_KEY = 'sk-outside-the-project'\n")
+    (project / "link.py").symlink_to(secret)
+    diag = Diagnosis("crash", "it crashed", file=str(secret),
+                     excerpt=f'Traceback:\n  File "{secret}", line 1\n  File "{project / "agent_run.py"}", line 1\n')
+    prompt = build_prompt(project, diag, focus=[str(secret), "../secret.py", "link.py", "agent_run.py"])
+    assert "sk-outside-the-project" not in prompt
+    assert "# agent_run.py\n```\nx = 1\n" in prompt  # the project's own file is shown
+    assert "Files not shown" in prompt and "'link.py'" in prompt

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -241,6 +242,21 @@ def record_fix(project_dir: Path, before: dict[Path, str], fix: Fix, diagnosis: 
 
 
 # ---- the prompt ----------------------------------------------------------------------------------
+def _readable_inside(project_dir: Path, name: str) -> str | None:
+    """`name` relative to the project when it is a regular file inside it (symlinks resolved, one hard link, not
+    under .git/.venv), else None: only the project's own files go to the fix LLM."""
+    try:
+        target = (project_dir / name).resolve()
+        rel = target.relative_to(project_dir)
+        info = os.stat(target)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    if not rel.parts or rel.parts[0].startswith((".git", ".venv")) or not stat.S_ISREG(info.st_mode) \
+            or info.st_nlink > 1:
+        return None
+    return rel.as_posix()
+
+
 def build_prompt(project_dir: Path, diagnosis: Diagnosis, spec_json: str = "", history: list[str] | None = None,
                  focus: list[str] | None = None, checks: list[str] | None = None) -> str:
     """The failure, the files it names (plus `focus` files), the TaskSpec, and earlier attempts."""
@@ -258,7 +274,15 @@ def build_prompt(project_dir: Path, diagnosis: Diagnosis, spec_json: str = "", h
             except ValueError:
                 continue
     names += focus or []
-    files = [n for i, n in enumerate(names) if n not in names[:i] and (project_dir / n).is_file()]
+    files, refused = [], []
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            continue
+        inside = _readable_inside(project_dir, name)
+        if inside is not None:
+            files.append(inside)
+        elif (project_dir / name).exists() or Path(name).is_absolute() or ".." in Path(name).parts:
+            refused.append(name)
     listing = sorted(str(p.relative_to(project_dir)) for p in project_dir.rglob("*")
                      if p.is_file() and not any(part.startswith((".git", ".venv", "logs", "experiments",
                                                                   "__pycache__"))
@@ -267,6 +291,9 @@ def build_prompt(project_dir: Path, diagnosis: Diagnosis, spec_json: str = "", h
     for name in files:
         body = (project_dir / name).read_text(encoding="utf-8", errors="replace")[:MAX_FILE_CHARS]
         parts.append(f"# {name}\n```\n{body}\n```")
+    if refused:  # never sent: a path or link that leads out of the project (the fix LLM is a third party)
+        parts.append("# Files not shown (outside the project folder, or links leading out of it)\n"
+                     + "\n".join(f"- {n!r}" for n in refused))
     if spec_json:
         parts.append(f"# TaskSpec (task_spec.json)\n```json\n{spec_json[:MAX_FILE_CHARS]}\n```")
     if checks:
