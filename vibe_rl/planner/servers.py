@@ -100,16 +100,36 @@ def implicit_servers(segments: list[tuple[int, int, int | None]], paths: list[Fo
     return out
 
 
+def described_servers(src: SpecText, paths: list[Found]) -> dict[tuple[int, int], int]:
+    """Sentences that each describe one server without naming it ("Agents 1 and 3 run on /m/7b (port 10086, 4
+    GPUs); agent 2 runs on /m/14b (port 10087, 4 GPUs)"): one model path plus a port or GPU count per sentence,
+    two paths or more, and no "server N" anywhere. Clause -> server index, in the order of the paths."""
+    clauses = src.clauses()
+    if any(re.search(SERVER, src.text[a:b], re.IGNORECASE) for a, b in clauses):
+        return {}
+    out, order = {}, []
+    for a, b in clauses:
+        held = list(dict.fromkeys(p.value for p in paths if a <= p.start < b))
+        if len(held) == 1 and re.search(rf"{PORT}|{GPU}", src.text[a:b], re.IGNORECASE):
+            order += [held[0]] if held[0] not in order else []
+            out[a, b] = order.index(held[0])
+    return out if len(order) >= 2 else {}
+
+
 def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFacts], list[Found]]:
     servers: dict[int, ServerFacts] = {}
     loose_ports: list[Found] = []
+    across = described_servers(src, paths)
     for start, end in src.clauses():
         clause = src.text[start:end]
         if re.search(PER_SERVER, clause, re.IGNORECASE) and len(re.findall(SERVER, clause, re.IGNORECASE)) > 1:
             segments = [(start, end, None)]  # "server 1 and server 2 use 4 GPUs each": a fact for every server
         else:
             segments = server_segments(src, start, end)
-            if all(i is None for _, _, i in segments):
+            if all(i is None for _, _, i in segments) and (start, end) in across:
+                segments = [(a, b, across[start, end]) for a, b, _ in segments]
+                servers.setdefault(across[start, end], ServerFacts()).implicit = True
+            elif all(i is None for _, _, i in segments):
                 segments = implicit_servers(segments, paths, servers)
         ports = [Found(int(p), start + m.start(), start + m.end()) for m in re.finditer(PORT, clause, re.I)
                  for p in [m.group(1), *re.findall(r"\d{4,5}", m.group(2))]]
@@ -127,8 +147,12 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
                 if a <= path.start < b and facts.path is None:
                     facts.path = path
             gpus = re.search(GPU, src.text[a:b], re.IGNORECASE)
-            if gpus and facts.gpus is None and not re.search(TOTAL, src.text[a:b], re.IGNORECASE):
-                facts.gpus = Found(to_int(next(g for g in gpus.groups() if g)), a + gpus.start(), a + gpus.end())
+            if gpus and not re.search(TOTAL, src.text[a:b], re.IGNORECASE):
+                found = Found(to_int(next(g for g in gpus.groups() if g)), a + gpus.start(), a + gpus.end())
+                each = re.search(PER_SERVER, src.text[a:b], re.IGNORECASE)  # "/a ..., /b ..., 4 GPUs each"
+                for i in sorted({i for _, _, i in segments if i is not None}) if each else [index]:
+                    if servers.setdefault(i, ServerFacts()).gpus is None:
+                        servers[i].gpus = found
     return servers, loose_ports
 
 

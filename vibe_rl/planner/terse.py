@@ -68,6 +68,38 @@ def _count_column(header: list[str] | None, cells: list[str]) -> int | None:
                  and re.fullmatch(r"\d+", cells[j])), None)
 
 
+def json_blocks(text: str) -> tuple[str, int]:
+    """A JSON object in the spec ('{"players": 6, "lr": 2e-6}') as YAML-style "key: value" lines (nested objects
+    indented under their key), so each key is read as structure; (text, objects rewritten)."""
+    import json
+
+    out, pos, count = [], 0, 0
+    for m in re.finditer(r"\{", text):
+        if m.start() < pos:
+            continue
+        try:
+            value, end = json.JSONDecoder().raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if not isinstance(value, dict) or not value:
+            continue
+        out += [text[pos:m.start()], "\n".join(_yaml_lines(value)) + "\n"]
+        pos, count = end, count + 1
+    return "".join(out) + text[pos:], count
+
+
+def _yaml_lines(value: dict, indent: str = "") -> list[str]:
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, dict):
+            lines += [f"{indent}{key}:", *_yaml_lines(item, indent + "  ")]
+        else:
+            shown = ", ".join(map(str, item)) if isinstance(item, list) else "true" if item is True else \
+                "false" if item is False else str(item)
+            lines.append(f"{indent}{key}: {shown}")
+    return lines
+
+
 def flags(text: str) -> tuple[str, int]:
     """'--batch-size 8' / '--lr=1e-6' -> 'batch size: 8,'; (text, flags rewritten)."""
     pattern = r"(?<!\S)--([A-Za-z][\w-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?!--)(\S+)|(?<!\S)--([A-Za-z][\w-]*)"
@@ -108,6 +140,9 @@ def glued(text: str) -> tuple[str, list[str]]:
 def expand_terse(text: str) -> tuple[str, list[str]]:
     """(the text with tables, flags, inline assignments and terse tokens as "key: value" parts, notes)."""
     notes = []
+    text, blocks = json_blocks(text)
+    if blocks:
+        notes.append(f"Read {blocks} JSON object(s) as 'key: value' lines.")
     text, rows = tables(text)
     if rows:
         notes.append(f"Read {rows} markdown table row(s) as 'key: value' lines.")

@@ -196,7 +196,7 @@ class SpecText:
         if m.lastgroup != "num":
             return False
         line_start = self.text.rfind("\n", 0, m.start()) + 1
-        for ref in IGNORED_NUMBER.finditer(self.text, line_start, min(len(self.text), m.end() + 3)):
+        for ref in IGNORED_NUMBER.finditer(self.text, line_start, min(len(self.text), m.end() + 16)):
             if ref.start() <= m.start() < ref.end():
                 return True
         return False
