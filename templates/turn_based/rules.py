@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from vibe_rl.errors import PlannerError
 from vibe_rl.planner.common import (
     constraints,
     first_given,
@@ -29,6 +30,15 @@ from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|选手|辩手|棋手|参赛者|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
 TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋)|(?:最多|至多|不超过)\s*{NUM}\s*(?:步|手)(?!数))"  # "最多 9 步": a game's moves
+_LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(?:agent|player|model|seat)|trainable\s+"
+            r"(?:agent|player|model|seat)|our\s+(?:agent|model)|学习者|训练的?(?:智能体|模型|一方|玩家))")
+# "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "学习者后手"
+SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|takes|is\s+in|is|gets|in|[:：=])?\s*"
+        rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走)?\s*"
+        rf"(first|second|先手|后手)")
+# "draw 0", "a draw gives the learner 0", "ties score 0.5", "平局 0"
+DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:gives|=|:|：|is|are|scores?|gets|pays|->|→|为|得)?\s*"
+        r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|\w|%)")
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
@@ -93,6 +103,21 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
     return found
 
 
+def learner_seat(facts: Facts) -> Found | None:
+    """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
+    m = facts.src.search(SEAT, mark=False)
+    if not m:
+        return None
+    said = m.group(1) or m.group(2)
+    seat = int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1
+    return Found(seat, *m.span())
+
+
+def draw_reward(facts: Facts) -> Found | None:
+    m = facts.src.search(DRAW, mark=False)
+    return Found(float(m.group(1)), *m.span()) if m else None
+
+
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     notes.append("turn_based skeleton: the game's rules are not planned. Write them in game_rules.py (the "
@@ -103,6 +128,12 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     game_parameter(facts, game, "num_players", players(facts, notes), notes, manifest, "player count")
     game_parameter(facts, game, "max_turns", facts.find(TURNS), notes, manifest, "turn limit")
     game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    game_parameter(facts, game, "learner_seat", learner_seat(facts), notes, manifest, "learner seat (-1: drawn every episode)")
+    game_parameter(facts, game, "draw_reward", draw_reward(facts), notes, manifest, "draw reward (null: a draw is a loss)")
+    seats = game.get("num_players", manifest.parameters["num_players"].default)
+    if game.get("learner_seat", -1) >= seats:
+        raise PlannerError(f"The spec seats the learner in seat {game['learner_seat']}, but the game has {seats} seats "
+                           f"(0-based: 0..{seats - 1}). Name a seat below {seats}, or raise the player count.")
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     model_path = facts.use(first) or "tiny"
     if first is None:
