@@ -161,3 +161,42 @@ def test_item9_overwatch_shows_task_ids_inert(server):
     assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out and "\u202e" not in out
     assert "[link=http://evil.example]click[/link]" in out and "[bold red]fake[/]" in out  # shown, not parsed
     assert "\\x1b]0;pwned title" in out  # the escape is written out, visibly
+
+
+def test_item7_one_episode_cannot_hold_unbounded_data(make_server):
+    """Per-episode bounds on a real server through the official SDK: request bytes (413 episode_too_large) and
+    calls (413 episode_too_many_calls); the other episodes go on. Extra message keys are dropped, not stored."""
+    import json
+    import sqlite3
+
+    import openai
+
+    from vibe_rl.swarm import SwarmClient, Task, TrainJob, WorkflowOutput
+
+    srv = make_server("bounded", extra=["--max-episode-bytes", "200000", "--max-episode-calls", "3"])
+    with SwarmClient(srv.url) as client:
+        client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
+        first, api = client.begin_episode()
+        llm = openai.OpenAI(base_url=api.base_url, api_key=api.api_key, max_retries=0)
+        big = [{"role": "user", "content": "hi", "padding": "x" * 90_000}]  # request bytes count, stored or not
+        llm.chat.completions.create(model=api.model, messages=big, max_tokens=1)
+        llm.chat.completions.create(model=api.model, messages=big, max_tokens=1)
+        with pytest.raises(openai.APIStatusError) as info:
+            llm.chat.completions.create(model=api.model, messages=big, max_tokens=1)
+        assert info.value.status_code == 413 and info.value.body["code"] == "episode_too_large"
+        assert "200000" in info.value.message
+        client.abort_episode(first)
+
+        second, api = client.begin_episode()
+        llm = openai.OpenAI(base_url=api.base_url, api_key=api.api_key, max_retries=0)
+        padded = [{"role": "user", "content": "hi", "padding": "p" * 5000, "x_extra": {"deep": [1, 2, 3]}}]
+        for _ in range(3):
+            llm.chat.completions.create(model=api.model, messages=padded, max_tokens=1)
+        with pytest.raises(openai.APIStatusError) as info:
+            llm.chat.completions.create(model=api.model, messages=padded, max_tokens=1)
+        assert info.value.status_code == 413 and info.value.body["code"] == "episode_too_many_calls"
+        client.end_episode(Task(task_id="t-bounded"), second, WorkflowOutput(reward=1.0))
+    db = sqlite3.connect(srv.exp_dir / "swarm.sqlite")
+    rows = [json.loads(m) for (m,) in db.execute("SELECT messages_json FROM turns WHERE episode_uuid = ?", (second,))]
+    db.close()
+    assert len(rows) == 3 and all(m == [{"role": "user", "content": "hi"}] for m in rows), rows[:1]

@@ -81,9 +81,12 @@ def test_unknown_key_unknown_model_and_long_prompt(shared_server, client):
 
 def test_malformed_json_and_unknown_routes(shared_server, client):
     url = shared_server.url
+    episode_uuid, api, _ = begin(client)  # a body is read only with a credential (issue 25 item 5)
     err = envelope(httpx.post(url + "/v1/chat/completions", content=b"{not json",
-                              headers={"content-type": "application/json", "authorization": "Bearer x"}), 400)
+                              headers={"content-type": "application/json", "authorization": f"Bearer {api.api_key}"}),
+                   400)
     assert "Malformed JSON" in err["message"]
+    client.abort_episode(episode_uuid)
     err = envelope(end_raw(url, None, raw='{"episode_uuid": '), 400)
     assert "Malformed JSON" in err["message"]
     err = envelope(httpx.post(url + "/episode/begin", content=b"[1,",

@@ -34,6 +34,10 @@ def register(app: typer.Typer) -> None:
         header_timeout: float = typer.Option(10.0, "--header-timeout", help=(
             "Seconds a connection may take to send a request's headers (then it is closed): slow-header clients "
             "cannot hold connections open.")),
+        max_episode_bytes: int = typer.Option(64 * 1024 * 1024, "--max-episode-bytes", help=(
+            "Most request bytes the chat calls of one episode may add up to (stored with it); beyond: 413.")),
+        max_episode_calls: int = typer.Option(4096, "--max-episode-calls", help=(
+            "Most LLM calls of one episode; beyond: 413.")),
         nproc_per_node: int = typer.Option(0, "--nproc-per-node", min=0, help=(
             "Processes (GPUs) on this node; 0: every GPU it sees (1 on CPU). Above 1, training is sharded (FSDP2).")),
         nnodes: int = typer.Option(1, "--nnodes", min=1, help="Nodes of a multi-node server (same command on each)."),
@@ -69,11 +73,14 @@ def register(app: typer.Typer) -> None:
             cfg = ServerConfig(host=host, port=port, base_job=base, boot_on_start=boot, model=model,
                                experiment_dir=experiment_dir, overrides=list(set_), token=token, token_file=token_file,
                                allowed_hosts=list(allowed_host), incomplete_group_ttl=incomplete_group_ttl,
-                               header_timeout=header_timeout)
+                               header_timeout=header_timeout, max_episode_bytes=max_episode_bytes,
+                               max_episode_calls=max_episode_calls)
         except ValidationError as exc:
             raise checks.option_error(exc, {"incomplete_group_ttl": "--incomplete-group-ttl", "port": "--port",
                                             "host": "--host", "token": "--token",
-                                            "header_timeout": "--header-timeout"}) from None
+                                            "header_timeout": "--header-timeout",
+                                            "max_episode_bytes": "--max-episode-bytes",
+                                            "max_episode_calls": "--max-episode-calls"}) from None
         if node_rank == 0 and not distributed.launched_by_torchrun():  # before the ranks start: rank 0 serves HTTP
             checks.check_port(host, port)
         role = ranks.start_ranks(nproc_per_node, nnodes, node_rank, master_addr, master_port,

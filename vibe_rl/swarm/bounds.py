@@ -2,7 +2,8 @@
 
 Each check raises `ApiError(400)` naming the field and the limit (the limits live in
 `ServerConfig`: max_abs_reward, max_task_id_chars, max_metadata_bytes, max_messages,
-max_discard_timeout), or 503 when max_running_episodes are open. Request size (413) and
+max_discard_timeout), or 503 when max_running_episodes are open; per episode, calls and stored request
+bytes (max_episode_calls, max_episode_bytes: 413). Request size (413) and
 content type are checked earlier, by `guard.py`.
 """
 
@@ -68,3 +69,18 @@ def check_tool_calls(req: ChatCompletionRequest) -> None:
                 raise ApiError(400, f"messages[{i}].tool_calls[{k}] is malformed: it needs "
                                     '{"type": "function", "function": {"name": "<str>", "arguments": "<JSON str>"}}.',
                                code="invalid_tool_calls", param=f"messages.{i}.tool_calls")
+
+
+def check_episode(cfg: ServerConfig, ep, request_bytes: int) -> None:
+    """Per-episode bounds of a chat call: calls and stored request bytes (413 with the limit); admits the call."""
+    if ep.admitted >= cfg.max_episode_calls:
+        raise ApiError(413, f"Episode {ep.uuid} has made {ep.admitted} LLM calls, the most one episode may make "
+                            f"(ServerConfig.max_episode_calls = {cfg.max_episode_calls}). End it and begin another.",
+                       code="episode_too_many_calls")
+    if ep.stored_bytes + request_bytes > cfg.max_episode_bytes:
+        raise ApiError(413, f"Episode {ep.uuid} would store {ep.stored_bytes + request_bytes} request bytes, more "
+                            f"than one episode may (ServerConfig.max_episode_bytes = {cfg.max_episode_bytes}). Send "
+                            "shorter conversations (keep recent turns), or end the episode and begin another.",
+                       code="episode_too_large")
+    ep.admitted += 1
+    ep.stored_bytes += request_bytes

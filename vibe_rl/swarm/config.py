@@ -52,6 +52,11 @@ class ServerConfig(BaseModel):
     max_running_episodes: int = Field(default=16_384, ge=1, description=(
         "Most episodes begun and not yet ended, aborted or discarded; a begin beyond it is refused (503 "
         "too_many_running_episodes), so a client that never ends its episodes cannot grow the server's memory"))
+    max_episode_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description=(
+        "Most request bytes the chat calls of one episode may add up to (each call's messages are stored with "
+        "the episode); a call beyond it is refused with 413 episode_too_large"))
+    max_episode_calls: int = Field(default=4096, ge=1, description=(
+        "Most LLM calls of one episode; a call beyond it is refused with 413 episode_too_many_calls"))
     max_abs_reward: float = Field(default=1e6, gt=0, description="Rewards must satisfy |r| <= this (else 400)")
     max_discard_timeout: float = Field(default=7 * 86400.0, gt=0,
                                        description="Largest discard_episode_timeout a begin may ask for (else 400)")

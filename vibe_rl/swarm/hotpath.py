@@ -95,6 +95,7 @@ def _episode_key(serving: Any, scope: dict) -> str | None:
 
 async def chat(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
     body = _parse(ChatCompletionRequest, raw)
+    timing["request_bytes"] = len(raw)  # counted against the episode's max_episode_bytes
     return await serving.chat(body, _episode_key(serving, scope), _header(scope, b"x-player"), timing)
 
 
@@ -167,10 +168,17 @@ class HotPath:
         serving = getattr(self.app.state, "serving", None)
         key = _credential(scope)
         if serving is not None and key and serving.registry.knows_key(key):
-            return None
-        return ApiError(401, "Send an episode's own API key (`Authorization: Bearer <api_key>`: ep.api_key of "
-                             "swarm.episode(task), or begin_episode's; keys of a restarted server no longer work) or "
-                             "the admin token.", code="invalid_api_key" if key else "missing_api_key")
+            return None  # a running episode's key, or a gone one's (its route explains: 410)
+        if serving is None:
+            return ApiError(401, "Send an episode's own API key or the admin token.",
+                            code="invalid_api_key" if key else "missing_api_key")
+        try:
+            serving.registry.for_key(key)
+        except ApiError as err:  # the same 'Missing API key' / 'Unknown API key' answers as a model call's
+            if scope.get("path", "").startswith("/episode/"):
+                err.message += " The admin token may also end or abort any episode."
+            return err
+        return None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":

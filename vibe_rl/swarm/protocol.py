@@ -43,9 +43,10 @@ class _OpenAIRequest(BaseModel):
 
 
 class ChatMessage(BaseModel):
-    """One chat message as the OpenAI API sends it (extra keys are kept and ignored)."""
+    """One chat message as the OpenAI API sends it. Keys other than these fields are dropped (never stored: a
+    client cannot grow an episode's stored data with keys the model never reads)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="ignore")
 
     role: Literal["system", "developer", "user", "assistant", "tool"] = Field(description="Who speaks")
     content: str | list[dict[str, Any]] | None = Field(default=None, description="Text or a list of parts")

@@ -31,6 +31,8 @@ class Episode:
     last_activity: float = field(default_factory=time.monotonic)
     turns: list[Turn] = field(default_factory=list)
     llm_calls: int = 0
+    stored_bytes: int = 0  # request bytes of the chat calls admitted (bounds.check_episode)
+    admitted: int = 0  # chat calls admitted (bounds.check_episode)
     inflight: int = 0
     prefixes: PrefixCache = field(default_factory=PrefixCache)  # token ids of earlier turns, reused
     kind: str = "train"  # "eval": stored with status 'eval', its reward logged as eval/*, never trained on

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -90,7 +91,9 @@ async def ui(request: Request, rest: str = "") -> Response:
     job = _serving(request).job
     if job is None:
         raise ApiError(503, "The engine is OFFLINE: no experiment to show yet. Start it first.", code="engine_offline")
-    status, body = page(job.experiment.dir, "/control/ui", "/" + rest if rest else "", dict(request.query_params))
+    # off the event loop: a large episode's page takes a while to read and render, /healthz must not wait
+    status, body = await asyncio.to_thread(page, job.experiment.dir, "/control/ui", "/" + rest if rest else "",
+                                           dict(request.query_params))
     return Response(body.encode(), status_code=status, media_type="text/html; charset=utf-8")
 
 

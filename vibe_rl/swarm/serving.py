@@ -372,6 +372,7 @@ class SwarmServing(UpdateLoop):
                                 "that /episode/begin returned); an opponent model must be a static_models entry of "
                                 "the server's own --config (a synced job cannot add one).", code="model_not_found",
                            param="model")
+        bounds.check_episode(self.config, ep, timing.get("request_bytes", 0))  # calls and stored bytes: 413
         result = None
         ep.last_activity = time.monotonic()
         ep.inflight += 1
