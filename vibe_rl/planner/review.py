@@ -174,7 +174,7 @@ def review(spec: TaskSpec, text: str, planner: str, read: SpecText | None = None
     rows = []
     source = read if read is not None else SpecText(text)
     if read is None:  # an LLM's answer, or an edited plan: a value counts as stated only where the text says it
-        source.spans = [(0, len(text))]
+        source.spans = [piece for clause in source.clauses() for piece in _pieces(text, *clause)]
     for field, value in _rows_of(spec):
         span = _family_span(source.text, value) if field == "family" else \
             None if field == "modes" else _spec_span(source, field, value)
