@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -46,6 +45,13 @@ def browse(url: str, shot: Path) -> str:
     return done.stdout
 
 
+def browse_once(url: str, shot: Path) -> None:
+    """Open `url` once (a one-time login link) in the browser profile that `browse` uses."""
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    f"--user-data-dir={shot.parent / 'chromium-profile'}", "--dump-dom", url],
+                   capture_output=True, text=True, timeout=120, check=True)
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium package (scripts/setup.sh installs it as root)")
 def test_trace_viewer_in_headless_chromium(live_server, tmp_path):
     job = TrainJob(static_models=[{"name": "opponent"}])  # no URL: the server serves a frozen local copy
@@ -69,12 +75,8 @@ def test_trace_viewer_in_headless_chromium(live_server, tmp_path):
     shots.mkdir()
     try:
         base = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                httpx.get(base + "/ui", timeout=2)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        login = re.search(r"(http://\S+/ui/login\?code=[\w-]+)", viewer.stdout.readline())[1]  # one-time link
+        browse_once(login, shots / "login.png")  # sets the session cookie in the browser profile
         index = browse(base + "/ui", shots / "episodes.png")
         episode = browse(f"{base}/ui/episode/{won}", shots / "episode.png")
         filtered = browse(base + "/ui?task=game-8", shots / "filtered.png")

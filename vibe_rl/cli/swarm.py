@@ -119,6 +119,30 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(run(url, once=once, interval=interval))
 
     @swarm.command()
+    def ui(url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL.")) -> None:
+        """Print a one-time login link of the server's trace viewer (/control/ui) for a browser: opening it sets
+        a session cookie (HttpOnly, SameSite=Strict); the admin token never goes into a URL."""
+        import httpx
+
+        from vibe_rl.cli.checks import check_token_env, check_url
+        from vibe_rl.errors import SwarmError
+        from vibe_rl.swarm.auth import client_token
+
+        check_token_env()
+        check_url(url)
+        token = client_token(url)
+        try:
+            resp = httpx.post(url.rstrip("/") + "/control/login", timeout=30,
+                              headers={"Authorization": f"Bearer {token}"} if token else {})
+        except httpx.HTTPError as exc:
+            raise SwarmError(f"Cannot reach the swarm server at {url} ({type(exc).__name__}). Is it running?") from None
+        if resp.status_code != 200:
+            raise SwarmError(f"{url} refused a login link ({resp.status_code}): "
+                             f"{resp.json().get('error', {}).get('message', resp.text[:200])}")
+        data = resp.json()
+        typer.echo(f"open once in your browser (valid {data['expires_in_s']:.0f} s, one use): {data['login_url']}")
+
+    @swarm.command()
     def status(url: str = typer.Option("http://127.0.0.1:10086", "--url", help="Swarm server URL.")) -> None:
         """Print the server's status JSON."""
         from vibe_rl.cli.checks import check_token_env, check_url

@@ -39,14 +39,18 @@ def register(app: typer.Typer) -> None:
                                                          "(e.g. PROJECT/experiments/server1)."),
         port: int = typer.Option(8765, "--port", min=0, max=65535, help="TCP port (0: any free port)."),
         host: str = typer.Option("127.0.0.1", "--host", help="Bind address (loopback by default)."),
+        allowed_host: list[str] = typer.Option([], "--allowed-host", help=(
+            "Extra Host/Origin name accepted besides the bind address and loopback (repeatable).")),
     ) -> None:
-        """Serve the trace viewer: episodes -> each player's conversation, models, rewards, weight versions."""
+        """Serve the trace viewer: episodes -> each player's conversation, models, rewards, weight versions.
+
+        The pages open only in a browser that opened the one-time login link printed at the start."""
         from vibe_rl.cli.checks import check_port
         from vibe_rl.swarm.ui import serve as serve_ui
 
         open_traces(experiment_dir)  # fails early, with the fix, when there is no usable swarm.sqlite
         check_port(host, port)
-        serve_ui(str(experiment_dir), host, port)
+        serve_ui(str(experiment_dir), host, port, allowed_hosts=list(allowed_host))
 
     @traces.command("export")
     def export(

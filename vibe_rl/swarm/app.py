@@ -166,7 +166,8 @@ def build_app(config: ServerConfig, token: str | None = None) -> Any:
 
     for router in (routers.control, routers.openai, routers.misc):
         app.include_router(router)
-    guard = Guard(config.host, token, config.allowed_hosts, config.max_body_bytes)
+    guard = Guard(config.host, token, config.allowed_hosts, config.max_body_bytes, config.port)
+    app.state.logins = guard.logins  # the viewer's login links (POST /control/login, GET /control/ui/login)
     return HotPath(app, guard)
 
 

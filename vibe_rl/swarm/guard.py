@@ -12,7 +12,8 @@ request, so control routes, hot routes and unknown routes are checked alike:
   `text/plain` "simple request" is refused with 415), come uncompressed (any Content-Encoding
   but identity: 415) and stay under `max_body_bytes` (413).
 - `/control/*` and `/episode/begin` need the admin token (`Authorization: Bearer T`
-  or `x-vibe-rl-token: T`); `/v1/models` needs the admin token or an episode key this server issued.
+  or `x-vibe-rl-token: T`), except the viewer's pages (GET `/control/ui...`), which also open with the session
+  cookie of a one-time login link (`vibe-rl swarm ui`, `vibe_rl.swarm.login`); `/v1/models` needs the admin token or an episode key this server issued.
   `/episode/end|abort` and chat calls are checked by the serving layer (the episode's key,
   or the admin token for end/abort). `/healthz` needs none.
 """
@@ -45,9 +46,16 @@ def _hostname(value: str) -> str:
         return ""
 
 
+VIEWER_PATH = "/control/ui"
+LOGIN_PATH = "/control/ui/login"
+
+
 class Guard:
-    def __init__(self, bind_host: str, token: str, allowed_hosts: list[str], max_body_bytes: int):
+    def __init__(self, bind_host: str, token: str, allowed_hosts: list[str], max_body_bytes: int, port: int = 0):
+        from vibe_rl.swarm.login import Logins
+
         self.token, self.max_body_bytes = token, max_body_bytes
+        self.logins = Logins(port)  # people's browser sessions of the viewer (/control/ui)
         self.any_host = is_wildcard(bind_host) and not allowed_hosts
         names = {h.lower().strip("[]") for h in allowed_hosts}
         if not is_wildcard(bind_host):
@@ -90,6 +98,8 @@ class Guard:
         admin = self.is_admin(scope)
         scope["vibe_admin"] = admin
         path = scope.get("path", "")
+        if not admin and self.viewer_ok(scope, path):
+            return None
         if not admin and path.startswith(ADMIN_PATHS):
             given = header(scope, ADMIN_HEADER) or bearer(header(scope, b"authorization"))
             return ApiError(401, ("The admin token is wrong. " if given else "This endpoint needs the server's admin "
@@ -98,6 +108,13 @@ class Guard:
                                   "server keeps it in <experiment dir>/swarm.token.",
                             code="invalid_admin_token" if given else "missing_admin_token")
         return None
+
+    def viewer_ok(self, scope: dict, path: str) -> bool:
+        """A browser's GET of the viewer: the login link (its one-time code is checked by the route), or any page
+        with a live session cookie. The cookie opens nothing else (the control API needs the token)."""
+        if scope["method"] not in ("GET", "HEAD") or not (path == VIEWER_PATH or path.startswith(VIEWER_PATH + "/")):
+            return False
+        return path == LOGIN_PATH or self.logins.session_ok(header(scope, b"cookie"))
 
     def too_large(self) -> ApiError:
         return ApiError(413, f"The request body is larger than {self.max_body_bytes} bytes (max_body_bytes). Send "

@@ -82,19 +82,44 @@ async def updates(request: Request, since: int = 0, limit: int = 1000) -> Respon
     return _json(_serving(request).updates_view(since, limit))
 
 
+@control.post("/login")
+async def login_link(request: Request) -> Response:
+    """A one-time login link of the viewer (admin token required, like every control route): `vibe-rl swarm ui`."""
+    code = request.app.state.logins.issue_code()
+    base = f"{request.url.scheme}://{request.headers.get('host') or request.url.netloc}"
+    return _json({"login_url": f"{base}/control/ui/login?code={code}", "expires_in_s": request.app.state.logins.code_ttl})
+
+
+def _viewer_login(request: Request) -> Response:
+    from vibe_rl.swarm.login import SECURITY_HEADERS, login_page
+
+    logins = request.app.state.logins
+    session = logins.redeem(request.query_params.get("code"))
+    if session is None:
+        body = login_page("This login link is unknown, used or expired. Get a new one with `vibe-rl swarm ui --url "
+                          "URL` (it asks the server with the admin token) and open it once.")
+        return Response(body.encode(), status_code=401, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+    return Response(b"", status_code=303, headers={**SECURITY_HEADERS, "Location": "/control/ui",
+                                                   "Set-Cookie": logins.set_cookie(session, "/control/ui")})
+
+
 @control.get("/ui")
 @control.get("/ui/{rest:path}")
 async def ui(request: Request, rest: str = "") -> Response:
-    """The trace viewer (vibe_rl.swarm.ui) over this server's experiment dir; behind the admin token."""
+    """The trace viewer (vibe_rl.swarm.ui) over this server's experiment dir: the admin token, or the session
+    cookie of a one-time login link (`vibe-rl swarm ui`)."""
+    from vibe_rl.swarm.login import SECURITY_HEADERS
     from vibe_rl.swarm.ui import page
 
+    if rest.rstrip("/") == "login":
+        return _viewer_login(request)
     job = _serving(request).job
     if job is None:
         raise ApiError(503, "The engine is OFFLINE: no experiment to show yet. Start it first.", code="engine_offline")
     # off the event loop: a large episode's page takes a while to read and render, /healthz must not wait
     status, body = await asyncio.to_thread(page, job.experiment.dir, "/control/ui", "/" + rest if rest else "",
                                            dict(request.query_params))
-    return Response(body.encode(), status_code=status, media_type="text/html; charset=utf-8")
+    return Response(body.encode(), status_code=status, media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
 
 @control.get("/traces")

@@ -7,7 +7,8 @@
   them), the model that answered (trainable server or static model) and the weight version.
 
 Served by `vibe-rl traces serve EXPERIMENT_DIR` (stdlib HTTP server, loopback) and by the swarm
-server under `/control/ui` (behind the admin token like the rest of the control plane).
+server under `/control/ui`; both open for a browser through a one-time login link and a session cookie
+(`vibe_rl.swarm.login`), the swarm server also for the admin token.
 """
 
 from __future__ import annotations
@@ -115,34 +116,67 @@ def page(exp_dir: str, base: str, rest: str, params: dict[str, str]) -> tuple[in
     return 404, _page("not found", f"<h1>Not found</h1><p><a href='{_e(base)}'>all episodes</a></p>")
 
 
-def serve(exp_dir: str, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Serve the viewer of a finished (or running) experiment until Ctrl-C (stdlib HTTP server)."""
+def serve(exp_dir: str, host: str = "127.0.0.1", port: int = 8765, allowed_hosts: list[str] | None = None,
+          announce=None) -> None:
+    """Serve the viewer of a finished (or running) experiment until Ctrl-C (stdlib HTTP server).
+
+    Its pages hold every prompt and answer of the run, so they open only with the session cookie of the one-time
+    login link printed at the start (vibe_rl.swarm.login), and only under a Host/Origin that names this server
+    (loopback names, the bind address, `allowed_hosts`: no DNS rebinding)."""
+    import secrets
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import parse_qsl, unquote, urlsplit
 
+    from vibe_rl.swarm.guard import Guard
+    from vibe_rl.swarm.login import SECURITY_HEADERS, Logins, login_page
+
+    guard = Guard(host, secrets.token_urlsafe(32), list(allowed_hosts or []), 1024)
+    logins: Logins
+
     class Handler(BaseHTTPRequestHandler):
+        def _answer(self, status: int, body: str, extra: dict[str, str] | None = None) -> None:
+            data = body.encode()
+            self.send_response(status)
+            for key, value in {**SECURITY_HEADERS, "Content-Type": "text/html; charset=utf-8",
+                               "Content-Length": str(len(data)), **(extra or {})}.items():
+                self.send_header(key, value)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+
         def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
             url = urlsplit(self.path)
             path = unquote(url.path)
+            scope = {"method": "GET", "path": path, "headers": [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                                                                 for k, v in self.headers.items()]}
+            refused = guard.check(scope)  # Host and Origin must name this server
+            if refused is not None:
+                return self._answer(refused.status, login_page(refused.message))
+            if path == "/ui/login":
+                session = logins.redeem(dict(parse_qsl(url.query)).get("code"))
+                if session is None:
+                    return self._answer(401, login_page("This login link is unknown, used or expired: restart "
+                                                        "`vibe-rl traces serve` for a new one."))
+                return self._answer(303, "", {"Location": "/ui", "Set-Cookie": logins.set_cookie(session, "/")})
+            if not logins.session_ok(self.headers.get("Cookie")):
+                return self._answer(401, login_page("Open the one-time login link that `vibe-rl traces serve` "
+                                                    "printed when it started (or restart it for a new one)."))
             if path in ("", "/"):
-                self.send_response(302)
-                self.send_header("Location", "/ui")
-                self.end_headers()
-                return
+                return self._answer(302, "", {"Location": "/ui"})
             status, body = page(exp_dir, "/ui", path[3:], dict(parse_qsl(url.query))) if path.startswith("/ui") \
                 else (404, _page("not found", "<h1>Not found</h1><p><a href='/ui'>the trace viewer</a></p>"))
-            data = body.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._answer(status, body)
 
-        def log_message(self, fmt: str, *args: Any) -> None:  # quiet: one line per request is noise here
+        do_HEAD = do_GET  # noqa: N815
+
+        def log_message(self, fmt: str, *args: Any) -> None:  # quiet: one line per request (and its codes) is noise
             pass
 
     server = ThreadingHTTPServer((host, port), Handler)
-    print(f"trace viewer of {exp_dir}: http://{host}:{server.server_address[1]}/ui (Ctrl-C to stop)", flush=True)
+    logins = Logins(server.server_address[1])
+    shown = f"[{host}]" if ":" in host else host
+    (announce or (lambda line: print(line, flush=True)))(f"trace viewer of {exp_dir}: open once http://{shown}:{server.server_address[1]}/ui/login?code="
+             f"{logins.issue_code()} (a one-time login link, valid {logins.code_ttl:.0f} s; Ctrl-C to stop)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
