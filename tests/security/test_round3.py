@@ -200,3 +200,39 @@ def test_item7_one_episode_cannot_hold_unbounded_data(make_server):
     rows = [json.loads(m) for (m,) in db.execute("SELECT messages_json FROM turns WHERE episode_uuid = ?", (second,))]
     db.close()
     assert len(rows) == 3 and all(m == [{"role": "user", "content": "hi"}] for m in rows), rows[:1]
+
+
+def test_item6_tool_schemas_are_measured_and_bounded(server):
+    """Tools are counted by their real size: a 4 MB tool description and a 1 MB tool-call name are refused
+    (400, naming the limit) before anything renders them; a tool of 100 KB (under the bound) counts as a long
+    prompt, so it is rendered off the event loop."""
+    import openai
+
+    from vibe_rl.swarm import SwarmClient
+    from vibe_rl.swarm.generate import INLINE_PROMPT_CHARS, _prompt_chars
+    from vibe_rl.swarm.protocol import ChatCompletionRequest
+
+    def tool(description: str, name: str = "vote") -> dict:
+        return {"type": "function", "function": {"name": name, "description": description,
+                                                 "parameters": {"type": "object", "properties": {}}}}
+
+    with SwarmClient(server.url) as client:
+        episode_uuid, api = client.begin_episode()
+    llm = openai.OpenAI(base_url=api.base_url, api_key=api.api_key, max_retries=0)
+    hi = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.BadRequestError) as info:
+        llm.chat.completions.create(model=api.model, messages=hi, tools=[tool("d" * 4_000_000)])
+    assert info.value.code == "tools_too_large" and "max_tools_bytes" in info.value.message
+    with pytest.raises(openai.BadRequestError) as info:
+        llm.chat.completions.create(model=api.model, messages=hi, tools=[tool("d")] * 500)
+    assert info.value.code == "too_many_tools"
+    history = [*hi, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "n" * 1_000_000, "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    with pytest.raises(openai.BadRequestError) as info:
+        llm.chat.completions.create(model=api.model, messages=history)
+    assert info.value.code == "invalid_tool_calls" and "function.name" in info.value.message
+    with SwarmClient(server.url) as client:
+        client.abort_episode(episode_uuid)
+    req = ChatCompletionRequest(model="m", messages=hi, tools=[tool("d" * 100_000)])
+    assert _prompt_chars(req) > INLINE_PROMPT_CHARS  # old estimate: 1000 a tool, rendered on the loop

@@ -52,18 +52,48 @@ def check_running(cfg: ServerConfig, running: int) -> None:
                             "another).", code="too_many_running_episodes")
 
 
+MAX_NAME_CHARS = 256  # a message's name, tool_call_id, a tool call's function name (OpenAI: 64 for tool names)
+MAX_TOOL_NAME_CHARS = 64
+
+
 def check_messages(cfg: ServerConfig, req: ChatCompletionRequest) -> None:
+    """Messages and tools of a chat call, measured by their real size (JSON) before anything renders them."""
     if len(req.messages) > cfg.max_messages:
         raise ApiError(400, f"The call has {len(req.messages)} messages; at most {cfg.max_messages} are "
                             "accepted (ServerConfig.max_messages). Keep only recent turns.",
                        code="too_many_messages", param="messages")
+    tools = req.tools or []
+    if len(tools) > cfg.max_tools:
+        raise ApiError(400, f"The call has {len(tools)} tools; at most {cfg.max_tools} are accepted "
+                            "(ServerConfig.max_tools). Offer the tools this turn needs.", code="too_many_tools",
+                       param="tools")
+    size = len(json.dumps(tools, ensure_ascii=False, default=str).encode()) if tools else 0
+    if size > cfg.max_tools_bytes:
+        raise ApiError(400, f"The tool schemas take {size} bytes as JSON; at most {cfg.max_tools_bytes} are accepted "
+                            "(ServerConfig.max_tools_bytes). Shorten their descriptions and parameters.",
+                       code="tools_too_large", param="tools")
+    for i, tool in enumerate(tools):
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if isinstance(name, str) and len(name) > MAX_TOOL_NAME_CHARS:
+            raise ApiError(400, f"tools[{i}].function.name has {len(name)} characters; at most "
+                                f"{MAX_TOOL_NAME_CHARS} (as OpenAI).", code="invalid_tools", param=f"tools.{i}")
 
 
 def check_tool_calls(req: ChatCompletionRequest) -> None:
     """Assistant tool_calls must be OpenAI-shaped (function.name a string, arguments a string or object): 400."""
     for i, message in enumerate(req.messages):
+        for field in ("name", "tool_call_id"):
+            value = getattr(message, field)
+            if value is not None and len(value) > MAX_NAME_CHARS:
+                raise ApiError(400, f"messages[{i}].{field} has {len(value)} characters; at most {MAX_NAME_CHARS}.",
+                               code="invalid_request", param=f"messages.{i}.{field}")
         for k, call in enumerate(message.tool_calls or []):
             fn = call.get("function")
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str) and len(fn["name"]) > MAX_NAME_CHARS:
+                raise ApiError(400, f"messages[{i}].tool_calls[{k}].function.name has {len(fn['name'])} characters; "
+                                    f"at most {MAX_NAME_CHARS}.", code="invalid_tool_calls",
+                               param=f"messages.{i}.tool_calls")
             if not (isinstance(fn, dict) and isinstance(fn.get("name"), str)
                     and isinstance(fn.get("arguments", ""), (str, dict))):
                 raise ApiError(400, f"messages[{i}].tool_calls[{k}] is malformed: it needs "

@@ -44,6 +44,9 @@ class ServerConfig(BaseModel):
                                       description="Seconds an idle keep-alive connection stays open")
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest request body (else 413)")
     max_messages: int = Field(default=2048, ge=1, description="Most messages in one chat call (else 400)")
+    max_tools: int = Field(default=128, ge=1, description="Most tools one chat call may offer (else 400)")
+    max_tools_bytes: int = Field(default=256 * 1024, ge=1024, description=(
+        "Largest total size of a chat call's tool schemas, as JSON (else 400 tools_too_large)"))
     max_choices: int = Field(default=256, ge=1, description=(
         "Most completions one /v1/completions call may ask for (prompts x n; else 400)"))
     max_task_id_chars: int = Field(default=256, ge=1, description="Longest task_id accepted by end (else 400)")

@@ -173,8 +173,9 @@ INLINE_PROMPT_CHARS = 16_384  # prompts up to this many characters are rendered 
 
 
 def _prompt_chars(req: ChatCompletionRequest) -> int:
-    """A cheap estimate of the prompt's size: message texts, tool-call arguments, ~1000 characters per tool."""
-    size = 1000 * len(req.tools or [])
+    """A cheap estimate of the prompt's size: message texts, tool-call arguments, the tools' JSON (bounded by
+    ServerConfig.max_tools_bytes before this runs; issue 25: a per-tool guess let a 4 MB tool render on the loop)."""
+    size = len(json.dumps(req.tools, ensure_ascii=False, default=str)) if req.tools else 0
     for m in req.messages:
         if isinstance(m.content, str):
             size += len(m.content)
@@ -182,7 +183,8 @@ def _prompt_chars(req: ChatCompletionRequest) -> int:
             size += sum(len(str(part.get("text", ""))) + 100 for part in m.content)
         for call in m.tool_calls or []:
             fn = call.get("function")
-            size += 200 + (len(str(fn.get("arguments", ""))) if isinstance(fn, dict) else INLINE_PROMPT_CHARS)
+            size += 200 + (len(str(fn.get("arguments", ""))) + len(str(fn.get("name", ""))) if isinstance(fn, dict)
+                           else INLINE_PROMPT_CHARS)
     return size
 
 
