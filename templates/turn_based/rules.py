@@ -34,10 +34,10 @@ _LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(
             r"(?:agent|player|model|seat)|our\s+(?:agent|model)|学习者|训练的?(?:智能体|模型|一方|玩家))")
 # "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "学习者后手"
 SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|takes|is\s+in|is|gets|in|[:：=])?\s*"
-        rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走)?\s*"
+        rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走|[:：=])?\s*"
         rf"(first|second|先手|后手)")
 # "draw 0", "a draw gives the learner 0", "ties score 0.5", "平局 0"
-DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:gives|=|:|：|is|are|scores?|gets|pays|->|→|为|得)?\s*"
+DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|are|scores?|gets|pays|->|→|为|得)?\s*"
         r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|\w|%)")
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 

@@ -55,7 +55,7 @@ DEFAULT_TRAINABLE = ["werewolf", "seer"]
 # "Werewolves" as the game's name, not the role: at the start of the spec or a line ("Werewolves with the seer
 # trainable", "# Werewolf RL"), or with a game word ("a werewolf game", "the game of werewolves").
 _WOLF = r"werewol(?:f|ves|fs)"
-GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?=\s+(?:with|on|for|using|in|via|game|rl|training|self-play|"
+GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?!\s*[:：=]\s*\d)(?=\s+(?:with|on|for|using|in|via|game|rl|training|self-play|"
              rf"agents?|project|where|whose|in\s+which)\b|\s*[:(.;：（]|\s*$)"
              rf"|({_WOLF})(?=\s+(?:game|rl|self-play|environment|env)\b)"
              rf"|(?:game|round|rounds)\s+of\s+(?:the\s+)?({_WOLF})\b"
@@ -108,6 +108,9 @@ def _seats(roles: dict[str, int]) -> str:
     return _and([f"{n} {role if n == 1 else PLURAL.get(role, role + 's')}" for role, n in roles.items() if n])
 
 
+ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
+
+
 def _counts_in(facts: Facts, text: str) -> dict[str, list[tuple[int, re.Match]]]:
     """Role -> (count, match) for every count and every "no <role>" the text states."""
     found: dict[str, list[tuple[int, re.Match]]] = {role: [] for role in ROLES}
@@ -116,6 +119,8 @@ def _counts_in(facts: Facts, text: str) -> dict[str, list[tuple[int, re.Match]]]
                  rf"(?:{pattern})\s*(?:[:：=×xX*]\s*{NUM}(?:\s*(?:名|个|位|人)(?!局))?|{NUM}\s*(?:名|个|位|人)(?!局))")
         for form in forms:
             for m in re.finditer(form, text, re.IGNORECASE):
+                if "\n" in m.group():  # a row's number is never the next row's role ("werewolf: 2\n  seer: 1")
+                    continue
                 number = next(g for g in m.groups() if g)
                 before = text[text.rfind("\n", 0, m.start()) + 1:m.start()][-24:]
                 if re.search(ACTION_WORDS, before, re.IGNORECASE):
@@ -196,6 +201,12 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
             for _, m in counts:
                 facts.src.mark(*m.span())
     given |= {role: 1 for role in listed_gods(text, found)}
+    block = re.search(ROLES_BLOCK, text, re.IGNORECASE | re.MULTILINE)
+    if block and given:  # a "roles:" block is the whole table: a role it does not list has no seat
+        left = [r for r in standard if r not in given]
+        given |= {r: 0 for r in left}
+        if left:
+            notes.append(f"The roles block lists the whole table: no {_and(left)} (add a line to seat one).")
     gods_seats(facts, text, given, notes)
     totals = set()
     for m in re.finditer(PLAYER_COUNT, text, re.IGNORECASE):
@@ -346,7 +357,7 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
     for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", without_game_name(facts.text)):  # lines, sentences
         pending: list[str] = []
         listed = None  # the side of a "key: roles" segment ("trainable: seer, witch"): its list goes on after commas
-        for segment in re.split(r"[,，]", line):
+        for segment in re.split(r"[,，]|\b(?:while|whereas|but)\b|而|但", line):  # "A train while B are static"
             roles = side_roles(segment, seats)
             if re.search(NEGATION, segment, re.IGNORECASE):
                 roles = [r for r in roles if seats.get(r)]

@@ -18,7 +18,7 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\b(?:our|my|the)\s+(?:previous|old|earlier|last|original)\s+(?:config|setup|run|attempt|experiment|project|yaml)\b|"
        r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
        r"\bback\s+then\b|\bin\s+the\s+past\b")
-_ZH = r"上一?次|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时"
+_ZH = r"上一?次|上一?回|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时"
 MARKER = re.compile(rf"{_EN}|{_ZH}", re.IGNORECASE)
 # The writer comes back to this training
 NOW = re.compile(r"\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次",
@@ -50,7 +50,11 @@ def blank_background(text: str) -> tuple[str, list[str]]:
         else:  # "上次每 15 步存一次，结果丢了 run，这次每 5 步": up to the last separator before "这次"
             sep = max(text.rfind(c, marker.end(), now.start()) for c in ",，、 ")
             stop = sep if sep > marker.end() else now.start()
-        part = text[head:stop].strip(" ,，、:：")
+        if now is None and text[head:stop].rstrip().endswith((":", "：")):  # "Previously we used:\n  bs: 64"
+            block = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*").match
+            while (more := block(text, stop)) is not None:
+                stop = more.end()
+        part = text[head:stop].strip(" ,，、:：\n")
         if not part or not re.search(r"\d|[零一二两三四五六七八九十]|[A-Za-z]{2}", part):
             continue
         for i in range(head, stop):

@@ -22,8 +22,8 @@ from vibe_rl.schema.job import StaticModel
 
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 # English words whole: "close" holds no "lose", "twins" no "wins"
-WIN_WORDS = r"胜(?=\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
-LOSS_WORDS = r"[负败](?=\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b"
+WIN_WORDS = r"胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
+LOSS_WORDS = r"[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b"
 # What a mock dataset holds ("mock 64 sentence pairs", "生成 50 篇论文", "100 mock papers")
 _ITEMS = (r"games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|documents|docs|"
           r"abstracts|papers|articles|texts|passages|prompts|questions|problems|puzzles|items|records|entries|cases|"
@@ -141,6 +141,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
             kinds = [k for i, (_, k) in enumerate(words) if i == 0 or k != words[i - 1][1]]
             if not words or len(numbers) != len(kinds):
                 continue
+            placed = 0
             for kind, number in zip(kinds, numbers, strict=True):
                 value = float(number.group(1))
                 if kind == "win" and win in (None, value):
@@ -149,8 +150,11 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
                     loss = value
                 else:
                     continue  # a second, different value: left unmarked, so it is reported
+                placed += 1
                 src.mark(seg_start + number.start(1), seg_start + number.end(1))
                 src.source(f"reward.{kind}", seg_start, seg_start + len(segment))
+            if placed == len(numbers) and "/" in segment:  # "reward (win/loss): 1 / -1": 'win/loss' is no path
+                src.mark(seg_start, seg_start + len(segment))
     return win, loss
 
 

@@ -129,7 +129,8 @@ def glued(text: str) -> tuple[str, list[str]]:
 
     text = re.sub(rf"(?<![^\s,，;；:：(（])({_KEYS})(\d[\d.]*(?:e-?\d+)?)(?=\s|$|[,，;；])", key_value, text, flags=re.I)
     units = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
-    text = re.sub(rf"(?<![^\s,，;；:：(（])(\d+)({units})(?=\s|$|[,，;；])", value_unit, text, flags=re.IGNORECASE)
+    text = re.sub(rf"(?<![^\s,，;；:：(（])(\d+)({units})(?=\s|$|[,，;；]|/\d)", value_unit, text, flags=re.IGNORECASE)
+    text = re.sub(r"(?<=[a-z],)/(?=\d)", " ", text)  # "8p/2 spies" -> "8 players, 2 spies"
     for short, full in ABBREVIATIONS.items():
         if re.search(rf"(?<![\w/.-]){short}(?![\w/-])", text, re.IGNORECASE):
             text = re.sub(rf"(?<![\w/.-]){short}(?![\w/-])", full, text, flags=re.IGNORECASE)
