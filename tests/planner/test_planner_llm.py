@@ -97,3 +97,20 @@ def test_llm_plan_lists_the_paths_and_env_vars_it_left_out(good, monkeypatch):
         spec = plan(text, planner="openai")
     assert "Evaluate against /models/judge-7b, key in JUDGE_API_KEY" in spec.unparsed
     assert not any("qwen-max" in clause or "DASHSCOPE" in clause for clause in spec.unparsed)  # those landed
+
+
+def test_llm_plan_review_names_the_spec_span_of_each_value_or_says_it_is_not_stated(good, monkeypatch):
+    from vibe_rl.planner import plan_reviewed
+
+    text = SEED.read_text(encoding="utf-8")
+    with ScriptedAPI([json.dumps(good)]) as api:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", api.url)
+        spec, rows = plan_reviewed(text, planner="openai")
+    by = {r["field"]: r for r in rows}
+    assert {r["from"] for r in rows} == {"llm"}
+    path = by["servers.0.model_path"]
+    assert path["value"] == spec.servers[0].model_path and path["span"] and path["value"] in path["span"]
+    assert path["span"] in text  # checked against the spec's own text
+    assert by["training.grpo_n"]["span"] is None  # the scripted LLM's 6 is stated nowhere in the seed
+    assert by["training.grpo_n"]["rule"] == "not stated in the spec: check it"
