@@ -133,5 +133,9 @@ def test_turn_based_learner_seat_and_draw_render(tmp_path):
     run = (tmp_path / "p" / "agent_run.py").read_text(encoding="utf-8")
     assert "DRAW = 0.0" in run and "LEARNER_SEAT = 1" in run
     assert [f for f in diagnose(tmp_path / "p") if f.level == "error"] == []
+    drawn = new("--family", "turn_based", "Chess, win 1, loss 0, a draw gives 3", "--planner", "offline", "--out",
+                str(tmp_path / "q"), cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    assert any("game.draw_reward is 3 (from the spec: 'a draw gives 3')" in f.message for f in diagnose(tmp_path / "q"))
     with pytest.raises(PlannerError, match="seat 5, but the game has 2 seats"):
         OfflinePlanner().plan("Chess, the learner sits in seat 5", family="turn_based")

@@ -12,7 +12,7 @@ file and the fix:
 - a mode whose script or run file does not exist.
 Plausibility (vibe_rl.planner.review's plan_review.json names where each value came from, so each finding
 quotes the field's source): |win| or |loss| above 10 (a warning), loss above win (an error: the side learns
-to lose), lr outside 1e-7..1e-3, max_tokens under 16 (warnings), and a role the spec's words train ("the
+to lose), a draw reward outside loss..win, lr outside 1e-7..1e-3, max_tokens under 16 (warnings), and a role the spec's words train ("the
 werewolves are trained") that the plan leaves on a static model (a warning).
 """
 
@@ -188,6 +188,11 @@ def check_plausible(doc: Doctor, spec: TaskSpec) -> None:
         doc.add("error", SPEC_FILE, 0, f"reward.loss ({loss:g}, {_from(review, 'reward.loss')}) is above reward.win "
                 f"({win:g}, {_from(review, 'reward.win')}): the trained side learns to lose",
                 f"give the winners more than the losers in {SPEC_FILE} and re-render")
+    draw = spec.game.get("draw_reward")
+    if isinstance(draw, (int, float)) and not isinstance(draw, bool) and not min(win, loss) <= draw <= max(win, loss):
+        doc.add("warning", SPEC_FILE, 0, f"game.draw_reward is {draw:g} ({_from(review, 'game.draw_reward')}), outside "
+                f"loss..win ({loss:g}..{win:g}): a draw pays more than a win or less than a loss",
+                f"set game.draw_reward between reward.loss and reward.win in {SPEC_FILE} and re-render")
     if not 1e-7 <= lr <= 1e-3:
         doc.add("warning", SPEC_FILE, 0, f"training.lr is {lr:g} ({_from(review, 'training.lr')}): outside "
                 "1e-7..1e-3, where fine-tuning an LLM usually works (too high diverges, too low learns nothing)",
