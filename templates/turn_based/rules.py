@@ -36,6 +36,8 @@ _LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(
 SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|takes|is\s+in|is|gets|in|[:：=])?\s*"
         rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走|[:：=])?\s*"
         rf"(first|second|先手|后手)")
+# "模型自己下后手", "我方先手": the learner's side said of 'ourselves'
+OWN_SIDE = r"(?:自己|我方|我们)\s*(?:下|执|走|是)?\s*(先手|后手)"
 # "draw 0", "a draw gives the learner 0", "ties score 0.5", "平局 0"
 DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|are|scores?|gets|pays|->|→|为|得)?\s*"
         r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|\w|%)")
@@ -106,8 +108,11 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
 def learner_seat(facts: Facts) -> Found | None:
     """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
     m = facts.src.search(SEAT, mark=False)
-    if not m:
+    own = facts.src.search(OWN_SIDE, mark=False) if m is None else None
+    if not m and not own:
         return None
+    if own:
+        return Found(0 if own.group(1) == "先手" else 1, *own.span())
     said = m.group(1) or m.group(2)
     seat = int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1
     return Found(seat, *m.span())

@@ -17,11 +17,12 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\s+(?:project|run|experiment|task|paper|setup|codebase|repo)s?\b|\banother\s+project\b|"
        r"\b(?:our|my|the)\s+(?:previous|old|earlier|last|original)\s+(?:config|setup|run|attempt|experiment|project|yaml)\b|"
        r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
-       r"\bback\s+then\b|\bin\s+the\s+past\b")
+       r"\bback\s+then\b|\bin\s+the\s+past\b|\bwhen\s+(?:i|we)\s+(?:did|ran|tried|trained|used|had)\b|"
+       r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b")
 _ZH = r"上一?次|上一?回|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时"
 MARKER = re.compile(rf"{_EN}|{_ZH}", re.IGNORECASE)
 # The writer comes back to this training
-NOW = re.compile(r"\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次",
+NOW = re.compile(r"\bso\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次",
                  re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\n|[!?。！？；;]|\.(?=\s|$)")
 

@@ -113,6 +113,9 @@ _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|
          r"(\d+(?:\.\d+)?)")
 
 
+_DRAW_VALUE = r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|gets|为|得)?\s*(?:the\s+learner\s*)?([-+]?\d+(?:\.\d+)?)"
+
+
 def rewards(src: SpecText) -> tuple[float | None, float | None]:
     """Win and loss rewards: in each comma/semicolon segment of a clause naming an outcome, the outcome words
     and the numbers are paired in order ("reward 1 for the winners, 0 for the losers", "胜者奖励 1，败者 0",
@@ -137,6 +140,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
             words += [(m.start(), "loss") for m in re.finditer(LOSS_WORDS, segment, re.IGNORECASE)]
             words = sorted(words)
             goals = [m.span(1) for m in re.finditer(_GOAL, segment, re.IGNORECASE)]
+            goals += [m.span(1) for m in re.finditer(_DRAW_VALUE, segment, re.IGNORECASE)]  # "和棋 0": the draw's
             numbers = [n for n in re.finditer(_SIGNED, segment) if n.span(1) not in goals]
             kinds = [k for i, (_, k) in enumerate(words) if i == 0 or k != words[i - 1][1]]
             if not words or len(numbers) != len(kinds):

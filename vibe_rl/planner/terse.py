@@ -68,6 +68,20 @@ def _count_column(header: list[str] | None, cells: list[str]) -> int | None:
                  and re.fullmatch(r"\d+", cells[j])), None)
 
 
+_SERVER_BLOCK = re.compile(r"^([ \t]*)((?:swarm[ _-]?)?server[ _-]?\d+|服务器\s*\d+)[ \t]*[:：][ \t]*\n"
+                           r"((?:\1[ \t]+\S[^\n]*(?:\n|$))+)", re.IGNORECASE | re.MULTILINE)
+
+
+def server_blocks(text: str) -> tuple[str, int]:
+    """A YAML block per server ("server1:" then indented "model: /m/a", "gpus: 4") as one line, "server1: model:
+    /m/a, gpus: 4", so its settings are that server's; (text, blocks rewritten)."""
+    def one_line(m: re.Match) -> str:
+        items = ", ".join(line.strip() for line in m.group(3).splitlines() if line.strip())
+        return f"{m.group(1)}{m.group(2)}: {items}\n"
+
+    return _SERVER_BLOCK.subn(one_line, text)
+
+
 def json_blocks(text: str) -> tuple[str, int]:
     """A JSON object in the spec ('{"players": 6, "lr": 2e-6}') as YAML-style "key: value" lines (nested objects
     indented under their key), so each key is read as structure; (text, objects rewritten)."""
@@ -129,6 +143,7 @@ def glued(text: str) -> tuple[str, list[str]]:
 
     text = re.sub(rf"(?<![^\s,，;；:：(（])({_KEYS})(\d[\d.]*(?:e-?\d+)?)(?=\s|$|[,，;；])", key_value, text, flags=re.I)
     units = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
+    text = re.sub(r"(?<![\d.])(\d+)(人|p)(?=\d+\s*(?:卧底|狼|民|spies|spy|wolves))", r"\1\2 ", text)  # "6人1卧底"
     text = re.sub(rf"(?<![^\s,，;；:：(（])(\d+)({units})(?=\s|$|[,，;；]|/\d)", value_unit, text, flags=re.IGNORECASE)
     text = re.sub(r"(?<=[a-z],)/(?=\d)", " ", text)  # "8p/2 spies" -> "8 players, 2 spies"
     for short, full in ABBREVIATIONS.items():
@@ -144,6 +159,9 @@ def expand_terse(text: str) -> tuple[str, list[str]]:
     text, blocks = json_blocks(text)
     if blocks:
         notes.append(f"Read {blocks} JSON object(s) as 'key: value' lines.")
+    text, blocks = server_blocks(text)
+    if blocks:
+        notes.append(f"Read {blocks} per-server block(s) ('server1:' and its indented settings) as one line each.")
     text, rows = tables(text)
     if rows:
         notes.append(f"Read {rows} markdown table row(s) as 'key: value' lines.")
