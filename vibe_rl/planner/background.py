@@ -21,8 +21,12 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b")
 _ZH = r"上一?次|上一?回|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时"
 MARKER = re.compile(rf"{_EN}|{_ZH}", re.IGNORECASE)
+# Markers that close their part ("PPO on a different project", "10 players a year ago"): the part starts before
+# them, at the start of their comma part; every other marker starts its part ("上周那版 lr 太大", "last time ...")
+TRAILING = re.compile(r"\b(?:on|in|for|with)\s|\banother\b|\bago\b|\bback\s+then\b|\bin\s+the\s+past\b|"
+                      r"另一个项目|别的项目", re.IGNORECASE)
 # The writer comes back to this training
-NOW = re.compile(r"\bso\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次",
+NOW = re.compile(r"\bso\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
                  re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\n|[!?。！？；;]|\.(?=\s|$)")
 
@@ -43,10 +47,18 @@ def blank_background(text: str) -> tuple[str, list[str]]:
         marker = MARKER.search(text, start, end)
         if marker is None:
             continue
-        head = text.rfind(":", start, marker.start())  # "Please checkpoint often: last time we ..."
-        head = max(head + 1 if head >= 0 else start, text.rfind("：", start, marker.start()) + 1)
+        if TRAILING.match(marker.group()):  # from the start of the marker's comma part
+            head = max([start] + [text.rfind(c, start, marker.start()) + 1 for c in ",，;；:：、"])
+        else:
+            head = marker.start()
         now = NOW.search(text, marker.end(), end)
-        if now is None:  # "PPO on a different project" names its background at its end: the whole sentence
+        opened = max(text.rfind("(", start, marker.start()), text.rfind("（", start, marker.start()))
+        closed = max(text.rfind(")", start, marker.start()), text.rfind("）", start, marker.start()))
+        shut = min([i for i in (text.find(")", marker.end(), end), text.find("）", marker.end(), end)) if i >= 0],
+                   default=-1)
+        if opened > closed and shut >= 0:  # "lr 1e-6 (we tried 1e-5 before and it diverged), 4 GPUs": the aside only
+            head, stop = opened + 1, shut
+        elif now is None:  # "PPO on a different project" names its background at its end: the whole sentence
             stop = end
         else:  # "上次每 15 步存一次，结果丢了 run，这次每 5 步": up to the last separator before "这次"
             sep = max(text.rfind(c, marker.end(), now.start()) for c in ",，、 ")
