@@ -139,3 +139,29 @@ def test_turn_based_learner_seat_and_draw_render(tmp_path):
     assert any("game.draw_reward is 3 (from the spec: 'a draw gives 3')" in f.message for f in diagnose(tmp_path / "q"))
     with pytest.raises(PlannerError, match="seat 5, but the game has 2 seats"):
         OfflinePlanner().plan("Chess, the learner sits in seat 5", family="turn_based")
+
+
+def test_new_asks_to_confirm_on_a_terminal_and_writes_nothing_on_no(tmp_path):
+    import os
+    import pty
+
+    out = tmp_path / "p"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stdin and stdout are the pseudo-terminal
+        os.chdir(tmp_path)
+        os.execv(VIBE_RL, [VIBE_RL, "new", "who is spy, 6 players", "--planner", "offline", "--out", str(out)])
+    seen = b""
+    while b"Write the project" not in seen:
+        seen += os.read(fd, 4096)
+    os.write(fd, b"n\n")
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 1 and b"nothing written" in seen
+    assert not out.exists()
