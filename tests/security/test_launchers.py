@@ -122,3 +122,22 @@ def test_secrets_are_not_on_tmux_command_lines(tmp_path, tmux_socket, monkeypatc
     assert secret not in recorded
     assert secret not in spec.launcher.read_text()
     assert stat.S_IMODE(spec.env_file.stat().st_mode) == 0o600
+
+
+def test_play_runs_no_script_outside_the_project(project, tmp_path):
+    """`vibe-rl play` starts the spec's script too: one outside the project is refused before anything runs."""
+    import json
+
+    from vibe_rl.autopilot.play import play
+
+    marker = tmp_path / "marker"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    copy = tmp_path / "p"
+    shutil.copytree(project, copy)
+    data = json.loads((copy / "task_spec.json").read_text())
+    data["modes"][0]["script"] = str(evil)
+    (copy / "task_spec.json").write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="modes\\[0\\].script"):
+        play(copy, device="cpu", timeout=60, out=lambda line: None)
+    assert not marker.exists()

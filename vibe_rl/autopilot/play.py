@@ -44,8 +44,11 @@ def _ended_episode(db: Path, task: str | None):
 def play(project: Path, mode: str | None = None, task: str | None = None, timeout: float = 300.0,
          device: str = "auto", out=print):
     """Play until one episode ends; print it call by call. Returns the CompletedEpisode."""
+    from vibe_rl.scaffold.plan_values import check_plan
+
     root = Path(project).resolve()
     spec = TaskSpec.load(root)
+    check_plan(spec, root=root)  # the spec's files (config, script) stay inside the project (issue 25)
     m = spec.mode(mode)
     cpu = device == "cpu" or (device == "auto" and not visible_gpus())
     work = Path(tempfile.mkdtemp(prefix="vibe-rl-play-"))
