@@ -236,3 +236,11 @@ def test_item6_tool_schemas_are_measured_and_bounded(server):
         client.abort_episode(episode_uuid)
     req = ChatCompletionRequest(model="m", messages=hi, tools=[tool("d" * 100_000)])
     assert _prompt_chars(req) > INLINE_PROMPT_CHARS  # old estimate: 1000 a tool, rendered on the loop
+
+
+def test_item5_unknown_routes_are_answered_unread(server):
+    """A POST without a credential to a route no stranger may use (unknown, or the control API) is answered
+    from its headers too: the 6 MiB body is never read."""
+    assert _partial_post(server, "/not/a/route", {}).startswith(b"HTTP/1.1 404")
+    assert _partial_post(server, "/control/start", {}).startswith(b"HTTP/1.1 401")
+    assert _partial_post(server, "/v1/embeddings", {}).startswith(b"HTTP/1.1 401")

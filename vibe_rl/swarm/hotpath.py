@@ -209,6 +209,8 @@ class HotPath:
             refused = self._unknown_credential(scope)  # before a byte of the body is read or parsed
             if refused is not None:
                 return await _send_error(send, refused)
+        if handler is None and not scope["vibe_admin"] and not path.startswith("/v1/"):
+            return await self.app(scope, _replay(b""), send)  # no POST route here takes a stranger: its 404 unread
         t0 = time.perf_counter()
         try:
             raw = await _read_body(receive, self.guard.max_body_bytes)

@@ -34,6 +34,7 @@ def redact(text: str, *secrets: str | None) -> str:
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "[redacted]")
+    text = re.sub(r"(?<=://)[^/@\s]+@", "[redacted]@", text)  # user:password@ of a URL
     return _SECRETS.sub("[redacted]", text)
 
 
@@ -121,8 +122,9 @@ class StaticRouter:
         try:
             resp = await self._http.post(f"{url}/chat/completions", json=payload, headers=headers)
         except httpx.HTTPError as exc:
-            raise ApiError(502, f"Static model '{model.name}' at {url} is unreachable: {type(exc).__name__}. "
-                                "Check its base_url / base_url_env.", code="upstream_unreachable") from None
+            raise ApiError(502, f"Static model '{model.name}' at {redact(url, key)} is unreachable: "
+                                f"{type(exc).__name__}. Check its base_url / base_url_env.",
+                           code="upstream_unreachable") from None
         if resp.status_code >= 400:
             try:
                 error = resp.json().get("error", {})
