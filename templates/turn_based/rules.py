@@ -36,6 +36,8 @@ _LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(
 SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|takes|is\s+in|is|gets|in|[:：=])?\s*"
         rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走|[:：=])?\s*"
         rf"(first|second|先手|后手)")
+# "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
+PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+)"
 # "模型自己下后手", "我方先手": the learner's side said of 'ourselves'
 OWN_SIDE = r"(?:自己|我方|我们)\s*(?:下|执|走|是)?\s*(先手|后手)"
 # "draw 0", "a draw gives the learner 0", "ties score 0.5", "平局 0"
@@ -109,6 +111,13 @@ def learner_seat(facts: Facts) -> Found | None:
     """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
     m = facts.src.search(SEAT, mark=False)
     own = facts.src.search(OWN_SIDE, mark=False) if m is None else None
+    player = facts.src.search(PLAYER_NUMBER, mark=False) if m is None and own is None else None
+    if player:
+        zero = re.search(r"0[\s-]*based|0[\s-]*indexed|from 0", facts.text, re.IGNORECASE)
+        based = re.search(r"[(（]?\s*[01][\s-]*(?:based|indexed)\s*[)）]?", facts.text[player.end():player.end() + 30],
+                          re.IGNORECASE)
+        end = player.end() + based.end() if based else player.end()
+        return Found(int(player.group(1)) - (0 if zero else 1), player.start(), end)
     if not m and not own:
         return None
     if own:

@@ -31,7 +31,7 @@ SPY_WORDS = r"(?<!谁是)卧底|间谍|spies|(?<!who is )(?<!who is the )spy|und
 CIVILIAN_WORDS = r"平民|村民|civilians?|villagers?"
 TRAIN_WORDS = r"可训练|训练|共享|trainable|trained|\bshare[sd]?\b|\btrain\b"
 # "同一个人" / "每个人" (the same / every person) are not player counts
-PLAYERS = [rf"(?:^|(?<=\n))\s*(?:总人数|人数|玩家人数)\s*[:：=]\s*{NUM}", rf"(?<![同每哪某这那任])(?!一个人){NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)",
+PLAYERS = [rf"(?:^|(?<=\n))\s*(?:总人数|人数|玩家人数)\s*[:：=]\s*{NUM}", rf"(?<![同每哪某这那任])(?!一个人){NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|ppl\b|people\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)",
            rf"(?:玩家|players?)\s*(?:数|人数|数量)?\s*(?:[:：=]|为|有)?\s*{NUM}\s*(?:人|名)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|spy\b|undercover)",
          rf"(?:spies|卧底)\s*[(（]\s*{NUM}\s*(?:of them|人|个|名)?\s*[)）]",  # "the spies (2 of them)"

@@ -23,7 +23,7 @@ from vibe_rl.schema.job import StaticModel
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 # English words whole: "close" holds no "lose", "twins" no "wins"
 WIN_WORDS = r"胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
-LOSS_WORDS = r"[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b"
+LOSS_WORDS = r"[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b|\bothers(?=\s*[:：=]?\s*[-+]?\d)"
 # What a mock dataset holds ("mock 64 sentence pairs", "生成 50 篇论文", "100 mock papers")
 _ITEMS = (r"games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|documents|docs|"
           r"abstracts|papers|articles|texts|passages|prompts|questions|problems|puzzles|items|records|entries|cases|"
@@ -107,7 +107,7 @@ def model_paths(src: SpecText) -> list[Found]:
 
 
 # "Winners 1, losers 0": an outcome noun right before a bare number that no unit follows ("winner 3 rounds" is not)
-_BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|\bwinners?|\blosers?|\bwins?|\bloss(?:es)?|\blose)\s*[-+]?\d+(?:\.\d+)?(?!\s*(?:[A-Za-z]|[\u4e00-\u9fff]))")
+_BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|\bwinners?|\blosers?|\bwins?|\bloss(?:es)?|\blose|\bothers)\s*[-+]?\d+(?:\.\d+)?(?!\s*(?:[A-Za-z]|[\u4e00-\u9fff]))")
 # A goal of the game, not a reward: "the first player to bank 30 points wins", "reach 100 points", "先到 30 分"
 _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
          r"(\d+(?:\.\d+)?)")

@@ -19,7 +19,7 @@ from typing import Any
 
 from vibe_rl.planner.text import NUM, SIGNED_NUM, SpecText, to_int
 
-IS = r"\s*(?:of|is|=|:|：|为|是|设为|设置为|to)?\s*(?:(?:around|about|roughly|approximately|approx\.?|circa|~|≈|still|大约|大概|约|还是|仍是|仍然|依旧|照旧)\s*)?"
+IS = r"\s*(?:of|is|=|:|：|为|是|设为|设置为|to|at)?\s*(?:(?:around|about|roughly|approximately|approx\.?|circa|~|≈|still|大约|大概|约|还是|仍是|仍然|依旧|照旧)\s*)?"
 FLOAT = r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?!\d|\.\d)"
 _NOT_MICRO = r"(?<!micro)(?<!mini)(?<!micro[\s_-])(?<!mini[\s_-])(?<!ppo[\s_-])"
 _SAMPLE = r"(?:rollouts?|episodes?|samples?|games?|plays?|generations?|completions?|responses?|trajectories|attempts)"
