@@ -53,7 +53,7 @@ EXAMPLES = {
     "skills install": ["vibe-rl skills install", "vibe-rl skills install --agent claude-code --global"],
     "swarm start": ["vibe-rl swarm start --port 10086 --config my_game/config.yaml",
                     "vibe-rl swarm start --port 0 --model tiny --set train.batch_size=2 --boot"],
-    "swarm ui": ["vibe-rl swarm ui --url http://127.0.0.1:10086   # prints a one-time login link for a browser"],
+    "swarm ui": ["vibe-rl swarm ui --url http://127.0.0.1:10086"],
     "swarm overwatch": ["vibe-rl swarm overwatch --url http://127.0.0.1:10086",
                         "vibe-rl swarm overwatch --url http://127.0.0.1:10086 --once"],
     "swarm status": ["vibe-rl swarm status --url http://127.0.0.1:10086"],
