@@ -39,7 +39,7 @@ SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
 PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+)"
 # "模型自己下后手", "我方先手": the learner's side said of 'ourselves'
-OWN_SIDE = r"(?:自己|我方|我们)\s*(?:下|执|走|是)?\s*(先手|后手)"
+OWN_SIDE = r"(?:自己|我方|我们(?:的模型)?)\s*(?:下|执|走|是)?\s*(?:[红黑白]\s*(?:方|棋)?)?\s*(先手|后手)"
 # "draw 0", "a draw gives the learner 0", "ties score 0.5", "平局 0"
 DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|are|scores?|gets|pays|->|→|为|得)?\s*"
         r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|\w|%)")

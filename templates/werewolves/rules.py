@@ -96,7 +96,8 @@ ACTION_WORDS = (r"(?:kill|attack|check|save|poison|vote|banish|eliminat\w*|shoot
 NEGATION = r"(?:\bno\b|\bwithout\b|\bneither\b|\bnor\b|没有|不要|不设|不含|去掉|无(?!法))"
 _LIST_SEP = r"\s*(?:,|，|、|/|\bor\b|\band\b|\bnor\b|或|和|及|与)\s*(?:an?\s+|the\s+|any\s+)?"
 PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场|[:：(（])))"
-                rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}")
+                rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}"
+                rf"|(?:^|(?<=\n))[ \t]*players\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
 
 
@@ -109,6 +110,15 @@ def _seats(roles: dict[str, int]) -> str:
 
 
 ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """(offset, line): a count is read within its line ("RL v2\nPlayers: 8" holds no "2 players")."""
+    out, offset = [], 0
+    for line in text.split("\n"):
+        out.append((offset, line))
+        offset += len(line) + 1
+    return out
 
 
 def _counts_in(facts: Facts, text: str) -> dict[str, list[tuple[int, re.Match]]]:
@@ -209,12 +219,12 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
             notes.append(f"The roles block lists the whole table: no {_and(left)} (add a line to seat one).")
     gods_seats(facts, text, given, notes)
     totals = set()
-    for m in re.finditer(PLAYER_COUNT, text, re.IGNORECASE):
+    for start, m in ((start, m) for start, line in _lines(text) for m in re.finditer(PLAYER_COUNT, line, re.I)):
         n = to_int(next(g for g in m.groups() if g))
         if n < 3:  # "投票放逐一名玩家", "kill one player": a rule's wording, not the table
             continue
         totals.add(n)
-        facts.src.mark(*m.span())
+        facts.src.mark(start + m.start(), start + m.end())
     if len(totals) > 1:
         raise PlannerError(f"The spec gives {' and '.join(map(str, sorted(totals)))} players: state the player count "
                            "once.")

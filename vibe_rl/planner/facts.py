@@ -107,7 +107,7 @@ def model_paths(src: SpecText) -> list[Found]:
 
 
 # "Winners 1, losers 0": an outcome noun right before a bare number that no unit follows ("winner 3 rounds" is not)
-_BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|\bwinners?|\blosers?|\bwins?|\bloss(?:es)?|\blose|\bothers)\s*[-+]?\d+(?:\.\d+)?(?!\s*(?:[A-Za-z]|[\u4e00-\u9fff]))")
+_BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|赢|输|\bwinners?|\blosers?|\bwins?|\bloss(?:es)?|\blose|\bothers)\s*[-+]?\d+(?:\.\d+)?(?!\s*(?:[A-Za-z]|(?![输负败赢胜和平])[\u4e00-\u9fff]))")
 # A goal of the game, not a reward: "the first player to bank 30 points wins", "reach 100 points", "先到 30 分"
 _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
          r"(\d+(?:\.\d+)?)")

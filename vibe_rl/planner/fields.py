@@ -80,7 +80,7 @@ FIELDS: dict[str, tuple[list[str], Any]] = {
     "temperature": ([rf"(?:temperature|\btemp\b|温度){IS}{FLOAT}"], float),
     "max_tokens": ([
         rf"(?:max[\s_-]*(?:new[\s_-]*)?tokens|max[\s_-]*(?:completion|response|generation|output|answer)[\s_-]*"
-        rf"(?:length|len|tokens)|response[\s_-]*length|最大生成长度|最大\s*token\s*数|最大输出长度|最大回复长度|"
+        rf"(?:length|len|tokens)|response[\s_-]*length|最大生成长度|最大\s*tokens?(?:\s*数)?|最大输出长度|最大回复长度|"
         rf"最大生成\s*token\s*数?){IS}(-?\d+)",
         rf"max[\s_-]*(?:new[\s_-]*)?tokens\s+(?:per|for each|each|an?)\s+(?:answer|reply|response|turn|call|message|"
         rf"generation|completion){IS}(-?\d+)",
