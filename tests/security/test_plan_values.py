@@ -133,3 +133,18 @@ def test_a_template_that_pastes_a_string_raw_is_refused(tmp_path, monkeypatch):
         render_files(spec, load_family("raw"))
     spec = TaskSpec.model_validate({**plan, "game": {"label": "plain words"}})
     assert render_files(spec, load_family("raw"))["a.py"] == 'LABEL = "plain words"\n'
+
+
+def test_a_parameter_without_default_takes_a_number_only(tmp_path):
+    """turn_based's draw_reward has no default (null): a string there would be pasted as code; it is refused."""
+    marker = tmp_path / "marker"
+    plan = _plan("nim for 2 players", family="turn_based")
+    plan["game"]["draw_reward"] = f"0 or {_payload(marker)}"
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    done = _new(tmp_path, "--plan", "plan.json", "--out", "p")
+    assert done.returncode != 0 and "game.draw_reward" in done.stderr, done.stderr
+    assert not marker.exists() and not (tmp_path / "p").exists()
+    plan["game"]["draw_reward"] = 0.5
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    assert _new(tmp_path, "--plan", "plan.json", "--out", "p").returncode == 0
+    assert "DRAW = 0.5" in (tmp_path / "p" / "agent_run.py").read_text()

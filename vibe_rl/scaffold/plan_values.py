@@ -119,8 +119,10 @@ def _same_type(field: str, value: Any, default: Any) -> None:
         if ok and default:
             for i, item in enumerate(value):
                 _same_type(f"{field}[{i}]", item, default[0])
-    else:
-        ok = value is None or isinstance(value, bool | int | float | str)
+    else:  # no default (null): unset, or a plain number
+        ok = value is None or isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value))
+        if not ok:
+            raise _fail(field, value, "it must be null or a finite number")
     if not ok:
         raise _fail(field, value, f"it must be a {type(default).__name__} like its default {default!r}")
 
