@@ -244,3 +244,46 @@ def test_item5_unknown_routes_are_answered_unread(server):
     assert _partial_post(server, "/not/a/route", {}).startswith(b"HTTP/1.1 404")
     assert _partial_post(server, "/control/start", {}).startswith(b"HTTP/1.1 401")
     assert _partial_post(server, "/v1/embeddings", {}).startswith(b"HTTP/1.1 401")
+
+
+def test_item7_a_large_episode_page_does_not_stall_the_server(make_server):
+    """/control/ui renders an episode in a worker thread: while a 40 MB episode's page is built, /healthz keeps
+    answering (counted in answers during the request, not in seconds)."""
+    import json
+    import sqlite3
+    import threading
+
+    from vibe_rl.swarm import SwarmClient, Task, TrainJob, WorkflowOutput
+    from vibe_rl.swarm.auth import client_token
+
+    srv = make_server("view")
+    with SwarmClient(srv.url) as client:
+        client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
+        episode_uuid, _ = client.begin_episode()
+        client.end_episode(Task(task_id="big"), episode_uuid, WorkflowOutput(reward=1.0))
+    big = json.dumps([{"role": "user", "content": "<b>&" * 500_000}])  # 2 MB of text to escape, per turn
+    db = sqlite3.connect(srv.exp_dir / "swarm.sqlite", timeout=60)
+    with db:
+        db.executemany("INSERT INTO turns (episode_uuid, idx, player, model, static, weight_version, messages_json, "
+                       "response_text) VALUES (?, ?, 'p', 'tiny', 0, 0, ?, 'x')",
+                       [(episode_uuid, 1000 + i, big) for i in range(20)])
+    db.close()
+    done: dict = {}
+
+    headers_came = threading.Event()  # the page is built: the server sends its headers once the body is ready
+
+    def open_page():
+        with httpx.stream("GET", f"{srv.url}/control/ui/episode/{episode_uuid}", timeout=300,
+                          headers={"authorization": f"Bearer {client_token(srv.url)}"}) as resp:
+            headers_came.set()
+            done["status"], done["size"] = resp.status_code, len(resp.read())
+
+    thread = threading.Thread(target=open_page)
+    thread.start()
+    answered_during = 0  # /healthz answers that came back while the page was being built
+    while not headers_came.is_set() and thread.is_alive():
+        assert httpx.get(srv.url + "/healthz", timeout=300).json()["ok"]
+        answered_during += not headers_came.is_set()
+    thread.join()
+    assert done["status"] == 200 and done["size"] > 40_000_000
+    assert answered_during >= 5, answered_during  # a page built on the event loop holds every /healthz
