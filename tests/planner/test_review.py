@@ -165,3 +165,21 @@ def test_new_asks_to_confirm_on_a_terminal_and_writes_nothing_on_no(tmp_path):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 1 and b"nothing written" in seen
     assert not out.exists()
+
+
+def test_an_edited_plan_keeps_the_sources_of_the_values_it_did_not_change(tmp_path):
+    project = tmp_path / "p"
+    assert new("who is spy, 6 players, lr 2e-6, model /m/q7b", "--planner", "offline", "--out", str(project),
+               cwd=tmp_path).returncode == 0
+    path = project / "task_spec.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["training"]["batch_size"] = 8
+    path.write_text(json.dumps(data), encoding="utf-8")
+    done = new("--plan", str(project), "--out", str(project), "--force", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    kept = json.loads((project / REVIEW_FILE).read_text(encoding="utf-8"))
+    rows = {r["field"]: r for r in kept["rows"]}
+    assert rows["training.lr"]["from"] == "spec" and rows["training.lr"]["span"] == "lr 2e-6"
+    assert rows["training.batch_size"] == {"field": "training.batch_size", "value": "8", "from": "plan", "span": None,
+                                           "rule": "edited in the plan file (was 16)"}
+    assert kept["spec"].startswith("who is spy")

@@ -75,7 +75,8 @@ def register(app: typer.Typer) -> None:
             plan_file = plan_file / "task_spec.json"
         if plan_file is not None:
             task, used = load_plan(plan_file, name=name), "none (--plan)"
-            rows = reviewing.review(task, "", used)
+            spec = reviewing.load_spec(plan_file.parent)  # a project's own review: its sources stay
+            rows = reviewing.carry(reviewing.review(task, "", used), reviewing.load(plan_file.parent))
         else:
             if spec_file is not None:
                 if spec_file.is_dir():

@@ -250,6 +250,21 @@ def trained_but_static(spec: TaskSpec, text: str) -> list[tuple[str, str, str]]:
     return out
 
 
+def carry(rows: list[dict[str, Any]], old: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """An edited plan's rows: a field whose value the edit kept keeps its old source (`old`: a project's
+    plan_review.json), a changed one says it was edited."""
+    out = []
+    for row in rows:
+        before = old.get(row["field"])
+        if before and before.get("value") == row["value"]:
+            out.append(before)
+        elif before:
+            out.append({**row, "rule": f"edited in the plan file (was {before.get('value')})"})
+        else:
+            out.append(row)
+    return out
+
+
 def load(project_dir: str | Path) -> dict[str, dict[str, Any]]:
     """field -> row of a project's plan_review.json ({} when there is none)."""
     path = Path(project_dir) / REVIEW_FILE
