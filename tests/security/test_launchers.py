@@ -115,13 +115,14 @@ def test_secrets_are_not_on_tmux_command_lines(tmp_path, tmux_socket, monkeypatc
     tmux = TmuxSessions(tmux_socket)
     tmux.start(spec)
     assert _wait_for(lambda: "__VIBE_RL_EXIT__" in tmux.read_log(spec)), tmux.read_log(spec)
+    assert stat.S_IMODE(spec.env_file.stat().st_mode) == 0o600
     tmux.stop(spec.name)
+    assert not spec.env_file.exists()  # the secrets go with the session
     assert out.read_text() == secret  # the session got the variable
     recorded = argv_log.read_text()
     assert "new-session" in recorded  # the shim saw tmux's command lines
     assert secret not in recorded
     assert secret not in spec.launcher.read_text()
-    assert stat.S_IMODE(spec.env_file.stat().st_mode) == 0o600
 
 
 def test_play_runs_no_script_outside_the_project(project, tmp_path):

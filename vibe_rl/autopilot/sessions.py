@@ -83,6 +83,7 @@ class TmuxSessions:
         if not shutil.which("tmux"):
             raise SessionError("tmux is not installed: install it (e.g. apt-get install tmux), then rerun")
         self._server = libtmux.Server(socket_name=self.socket_name)
+        self._env_files: dict[str, Path] = {}  # session -> its env file (removed when the session is stopped)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self, spec: SessionSpec) -> None:
@@ -94,6 +95,7 @@ class TmuxSessions:
             fh.write(f"\n{_START_MARK} {spec.name} started {time.strftime('%Y-%m-%d %H:%M:%S')} =====\n")
         # The environment (API keys among it) reaches the session through a 0600 file the launcher sources, never
         # through `tmux new-session -e K=V`, whose arguments every local user can read in `ps`.
+        self._env_files[spec.name] = spec.env_file
         _write_private(spec.env_file, "".join(f"export {k}={shlex.quote(v)}\n" for k, v in os.environ.items()
                                               if k not in _SKIP_ENV and _ENV_NAME.fullmatch(k)))
         try:
@@ -107,7 +109,11 @@ class TmuxSessions:
         pane.send_keys(f"bash {shlex.quote(str(spec.launcher))}", enter=True)
 
     def stop(self, name: str) -> bool:
-        """Kill the session called exactly `name`; True if there was one."""
+        """Kill the session called exactly `name`; True if there was one. The env file of a session this object
+        started goes with it (secrets do not stay on disk longer than their session)."""
+        env_file = self._env_files.pop(name, None)
+        if env_file is not None:
+            env_file.unlink(missing_ok=True)
         if not self.exists(name):
             return False
         self._server.cmd("kill-session", "-t", f"={name}")
