@@ -27,9 +27,9 @@ from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.spec import Mode, RewardScheme, Server, TaskSpec, Team
 
 AGENT_ROLES = {1: "rough_translator", 2: "detector", 3: "final_translator"}
-ROLE_WORDS = {1: r"\brough|\bdraft|\bfirst[\s-]pass|初译|初稿|\btranslators\b|翻译智能体",
+ROLE_WORDS = {1: r"\brough|\bdraft|\bfirst[\s-]pass|初译|初稿|粗翻|粗译|初翻|\btranslators\b|翻译智能体",
               2: r"detector|detection|proper[\s-]nouns?|terminology|专有名词|检测|审校",
-              3: r"\bfinal|\bpolish|终译|定稿|润色|\btranslators\b|翻译智能体"}
+              3: r"\bfinal|\bpolish|终译|终翻|精翻|定稿|润色|\btranslators\b|翻译智能体"}
 OWN_SERVER = (r"(?:each|every)\s+(?:agent\s+)?(?:on|gets|has|with|in)\s+(?:its|their)\s+own\s+(?:server|model)|"
               r"(?:three|3)\s+(?:separate\s+)?(?:servers|models)\b|(?:三|3)\s*(?:个|台)\s*(?:服务器|模型)|各自(?:一个|独立的?)?(?:服务器|模型)"
               r"|每个智能体\s*(?:各)?(?:用|使用|部署在|在)?\s*(?:一台|一个|单独的?|独立的?)\s*(?:服务器|模型)")

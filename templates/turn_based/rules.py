@@ -90,7 +90,8 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
     """The player count: 'N players', 'N agents / seats / debaters', heads-up (2), else 2 for a game played by two
     by definition (tic-tac-toe, connect four, chess, 五子棋, ...); a single-player game is planned
     with 2 seats and noted (the skeleton seats one learner and at least one opponent)."""
-    found = facts.find(PLAYERS, rf"{NUM}\s*(?:agents|seats|participants|debaters|bots)\b")
+    found = facts.find(PLAYERS, rf"{NUM}\s*(?:agents|seats|participants|debaters|bots)\b",
+                       rf"(?<![\w.])(?:players|num[_ ]players|玩家数|人数)\s*[:：=]\s*{NUM}")
     if found is None:
         m = facts.src.search(HEADS_UP, mark=False)
         found = Found(2, *m.span()) if m else None

@@ -76,12 +76,23 @@ def reward(facts: Facts, notes: list[str], per: str = "") -> RewardScheme:
 
 def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found | None, notes: list[str],
                    manifest: Manifest, what: str) -> None:
-    """Set a manifest parameter from a found value, else note its default."""
+    """Set a manifest parameter from a found value, else from a line keyed by its own name ("max_days: 8",
+    "learner_seat: 1": a spec in the plan's own words is read exactly), else note its default."""
+    if found is None and name in manifest.parameters:
+        found = _keyed(facts, name)
     if found is not None:
         game[name] = facts.use(found)
         facts.src.source(f"game.{name}", found.start, found.end)
     elif name in manifest.parameters:
         notes.append(f"No {what} given: using {name} = {manifest.parameters[name].default}.")
+
+
+def _keyed(facts: Facts, name: str) -> Found | None:
+    m = facts.src.search(rf"(?<![\w.]){re.escape(name)}\s*[:：=]\s*(-?\d+(?:\.\d+)?)(?![\w.])", mark=False)
+    if m is None:
+        return None
+    value = float(m.group(1))
+    return Found(int(value) if value.is_integer() and "." not in m.group(1) else value, *m.span())
 
 
 def planned_modes(facts: Facts, modes: list[Mode], notes: list[str], asked: tuple[str, ...] = ()) -> list[Mode]:
