@@ -89,7 +89,7 @@ COUNT_WORDS = {**ROLE_WORDS, "werewolf": r"狼人(?!杀)|狼(?![人杀王])|were
 # "2神" / "2 gods": that many of seer, witch and hunter ("3狼3民2神")
 GOD_COUNT = r"神职?(?!民)|\bgods?\b|\bgod roles?\b|\bpower roles?\b"
 GODS = ["seer", "witch", "hunter"]
-_SEAT = r"\s*(?:名|个|位|张)?\s*"
+_SEAT = r"[ \t]*(?:名|个|位|张)?[ \t]*"  # within a line: "RL v2\nPlayers: 8" holds no "2 players"
 # A role count right after a game action is the action's object, not the table ("kill one villager").
 ACTION_WORDS = (r"(?:kill|attack|check|save|poison|vote|banish|eliminat\w*|shoot|choose|pick|target)s?\s+(?:\w+\s+)?$|"
                 r"(?:(?<!狼人)杀|击杀|查验|放逐|投票|毒|救|带走|选择|淘汰)\s*$")  # not the game's name "狼人杀"
@@ -97,8 +97,10 @@ NEGATION = r"(?:\bno\b|\bwithout\b|\bneither\b|\bnor\b|没有|不要|不设|不�
 _LIST_SEP = r"\s*(?:,|，|、|/|\bor\b|\band\b|\bnor\b|或|和|及|与)\s*(?:an?\s+|the\s+|any\s+)?"
 PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场|[:：(（])))"
                 rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}"
-                rf"|(?:^|(?<=\n))[ \t]*players\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
+                rf"|^[ \t]*players\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
+# a YAML "roles:" block is the whole table
+ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
 
 
 PLURAL = {"werewolf": "werewolves", "witch": "witches"}
@@ -109,28 +111,14 @@ def _seats(roles: dict[str, int]) -> str:
     return _and([f"{n} {role if n == 1 else PLURAL.get(role, role + 's')}" for role, n in roles.items() if n])
 
 
-ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
-
-
-def _lines(text: str) -> list[tuple[int, str]]:
-    """(offset, line): a count is read within its line ("RL v2\nPlayers: 8" holds no "2 players")."""
-    out, offset = [], 0
-    for line in text.split("\n"):
-        out.append((offset, line))
-        offset += len(line) + 1
-    return out
-
-
 def _counts_in(facts: Facts, text: str) -> dict[str, list[tuple[int, re.Match]]]:
     """Role -> (count, match) for every count and every "no <role>" the text states."""
     found: dict[str, list[tuple[int, re.Match]]] = {role: [] for role in ROLES}
     for role, pattern in COUNT_WORDS.items():
         forms = (rf"{NUM}{_SEAT}(?:{pattern})",
-                 rf"(?:{pattern})\s*(?:[:：=×xX*]\s*{NUM}(?:\s*(?:名|个|位|人)(?!局))?|{NUM}\s*(?:名|个|位|人)(?!局))")
+                 rf"(?:{pattern})[ \t]*(?:[:：=×xX*][ \t]*{NUM}(?:[ \t]*(?:名|个|位|人)(?!局))?|{NUM}[ \t]*(?:名|个|位|人)(?!局))")
         for form in forms:
             for m in re.finditer(form, text, re.IGNORECASE):
-                if "\n" in m.group():  # a row's number is never the next row's role ("werewolf: 2\n  seer: 1")
-                    continue
                 number = next(g for g in m.groups() if g)
                 before = text[text.rfind("\n", 0, m.start()) + 1:m.start()][-24:]
                 if re.search(ACTION_WORDS, before, re.IGNORECASE):
@@ -212,19 +200,17 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
                 facts.src.mark(*m.span())
     given |= {role: 1 for role in listed_gods(text, found)}
     block = re.search(ROLES_BLOCK, text, re.IGNORECASE | re.MULTILINE)
-    if block and given:  # a "roles:" block is the whole table: a role it does not list has no seat
-        left = [r for r in standard if r not in given]
-        given |= {r: 0 for r in left}
-        if left:
-            notes.append(f"The roles block lists the whole table: no {_and(left)} (add a line to seat one).")
+    left = [r for r in standard if r not in given] if block and given else []
+    given |= {r: 0 for r in left}  # a "roles:" block is the whole table: a role it does not list has no seat
+    notes += [f"The roles block lists the whole table: no {_and(left)} (add a line to seat one)."] if left else []
     gods_seats(facts, text, given, notes)
     totals = set()
-    for start, m in ((start, m) for start, line in _lines(text) for m in re.finditer(PLAYER_COUNT, line, re.I)):
+    for m in re.finditer(PLAYER_COUNT, text, re.IGNORECASE | re.MULTILINE):
         n = to_int(next(g for g in m.groups() if g))
         if n < 3:  # "投票放逐一名玩家", "kill one player": a rule's wording, not the table
             continue
         totals.add(n)
-        facts.src.mark(start + m.start(), start + m.end())
+        facts.src.mark(*m.span())
     if len(totals) > 1:
         raise PlannerError(f"The spec gives {' and '.join(map(str, sorted(totals)))} players: state the player count "
                            "once.")
