@@ -40,7 +40,9 @@ WORDS = {
 ROLE_WORDS = {"civilian": r"civilians?|平民|team a", "spy": r"spies|spy|卧底|undercover|team b",
               "werewolf": r"werewol\w*|wolves|wolf|狼人|狼", "seer": r"seers?|预言家", "witch": r"witch\w*|女巫",
               "hunter": r"hunters?|猎人", "villager": r"villagers?|平民|村民|民", "learner": r"learner|learning seat|学习",
-              "opponent": r"opponents?|对手|rest|others?|其余|其他"}
+              "opponent": r"opponents?|对手|rest|others?|其余|其他",
+              "rough_translator": r"agents?\s*1|rough|draft|初译|粗翻|初稿", "final_translator": r"agents?\s*(?:1\s*(?:和|and|&|\+)\s*)?3|final|终译|终翻",
+              "detector": r"agent\s*2|detector|proper[\s-]nouns?|专有名词|检测"}
 NOTE_WORDS = {"reward": r"reward", "gpus": r"gpu", "port": r"port", "model_path": r"model path|directory|\btiny\b",
               "modes": r"\bmodes?\b", "roles": r"role table|seats?", "family": r"family|planned as"}
 _TRAIN_VERB = r"\btrain(?:ed|able|s|ing)?\b|训练|可训练|learns?\b"
@@ -96,12 +98,15 @@ def _spec_span(src: SpecText, field: str, value: Any) -> str | None:
         return _part(src, *src.sources[field])
     leaf = field.rsplit(".", 1)[-1]
     if field.startswith("wire."):
-        role_words = ROLE_WORDS.get(leaf, re.escape(leaf))
-        want = _TRAIN if value.startswith("server") else re.escape(value)
+        role = ROLE_WORDS.get(leaf, re.escape(leaf))
+        said = (rf"(?:{role})[^,，;；。\n]{{0,16}}?(?:{_TRAIN})|(?:train\w*|训练)\s*(?:the\s+)?(?:{role})|"
+                rf"(?:{role})[^;；。\n]{{0,40}}?(?:trainable|trained|可训练)"
+                if value.startswith("server") else rf"(?:{role})[^;；。\n]*?{re.escape(value)}|"
+                rf"{re.escape(value)}[^;；。\n]*?(?:{role})")  # the role next to its model, not the game's name
+        plain = _GAME_NAME.sub(lambda m: " " * len(m.group()), src.text)
         for start, end in src.clauses():
-            for a, b in [*_pieces(src.text, start, end), (start, end)]:  # a comma part, else the whole clause
-                piece = src.text[a:b]
-                if re.search(role_words, piece, re.IGNORECASE) and re.search(want, piece, re.IGNORECASE):
+            for a, b in [*_pieces(plain, start, end), (start, end)]:  # a comma part, else the whole clause
+                if re.search(said, plain[a:b], re.IGNORECASE):
                     return _part(src, a, b) if (a, b) != (start, end) else src.text[a:b].strip()
         return None
     if isinstance(value, dict):  # a role table: every seated role's count next to its word
@@ -222,7 +227,7 @@ def load_spec(project_dir: str | Path) -> str:
 
 _NOT_TRAINED = re.compile(r"\bnot\b|n't|\bnever\b|\bstatic\b|frozen|不训练|不要训练|静态|固定|冻结|played by",
                           re.IGNORECASE)
-_GAME_NAME = re.compile(r"谁是卧底|卧底游戏|狼人杀|who[\s-]*is[\s-]*(?:the[\s-]*)?spy|werewol\w*\s*(?=[:：,，(（]|game|$)",
+_GAME_NAME = re.compile(r"谁是卧底|卧底游戏|狼人杀|who[\s-]*is[\s-]*(?:the[\s-]*)?spy|werewol\w*\s*(?=[,，(（]|[:：](?!\s*(?:\d|/))|game|$)",
                         re.IGNORECASE)
 _NEAR = r"\s*(?:(?:are|is|get|also|will be|should be|all|both|to be|must be|都要?|要|也|都|可|共同|一起|会)\s*)*"
 _VERB = r"(?:trained|trainable|trains?|learns?|训练|可训练)"
