@@ -2,7 +2,9 @@
 
     python scripts/demo_settings.py sets        # the --set flags of `vibe-rl run`
     python scripts/demo_settings.py warm-start  # the flags of the project's warm_start.py
-    python scripts/demo_settings.py steps       # how many weight updates the demo runs
+    python scripts/demo_settings.py steps       # how many weight updates the tiny-model demo runs
+    python scripts/demo_settings.py smol-steps  # how many weight updates the SmolLM2 demo runs
+    python scripts/demo_settings.py smol-eval   # held-out games of the SmolLM2 demo's eval rounds
     python scripts/demo_settings.py reward      # what the demo trains on, in words
     python scripts/demo_settings.py plan RAW OUT  # the seed spec's plan (RAW: `vibe-rl new --dry-run --json`)
                                                   # with the demo's game and reward, written to OUT
@@ -33,6 +35,15 @@ DEMO_SETS = ["train.lr=0.001", "train.warmup_steps=3", "train.batch_size=2", "tr
 # descriptions, the rest votes for random legal targets.
 WARM_START = ["--steps", "30", "--batch", "8", "--lr", "0.003", "--describe-share", "0.25", "--eval", "24"]
 DEMO_STEPS = 10
+# SmolLM2-135M-Instruct on CPU (`--model smollm2`, what the demo trains): bf16 weights (AVX512-BF16 matmuls, about
+# 3x fp32 on these cores) with a LoRA adapter in fp32 (a pure-bf16 full fine-tune rounds small updates away), one
+# task of 4 games an update (12 civilian ballots), answers capped at 16 tokens. lr 1e-3 moved the legal-ballot
+# share in 6 updates where 2e-4 did not (benchmarks/learning_curve.py, 2 cores per run).
+SMOL_SETS = ["model.dtype=bfloat16", "model.lora.rank=16", "model.lora.alpha=32", "train.lr=0.001",
+             "train.batch_size=1", "train.grpo_n=4", "rollout.max_tokens=16", "train.save_freq=0",
+             "train.micro_batch_size=8"]
+SMOL_STEPS = 8  # weight updates of the SmolLM2 demo
+SMOL_EVAL = 12  # held-out games played before and after training
 
 
 def demo_plan(spec: dict) -> dict:
@@ -50,6 +61,10 @@ if __name__ == "__main__":
         print(" ".join(WARM_START))
     elif what == "steps":
         print(DEMO_STEPS)
+    elif what == "smol-steps":
+        print(SMOL_STEPS)
+    elif what == "smol-eval":
+        print(SMOL_EVAL)
     elif what == "reward":
         print(REWARD)
     elif what == "plan":
@@ -57,4 +72,4 @@ if __name__ == "__main__":
         spec = demo_plan(json.loads(raw[raw.index("{"):]))
         open(sys.argv[3], "w", encoding="utf-8").write(json.dumps(spec, indent=1))
     else:
-        sys.exit("usage: demo_settings.py sets|warm-start|steps|reward|plan RAW OUT")
+        sys.exit("usage: demo_settings.py sets|warm-start|steps|smol-steps|smol-eval|reward|plan RAW OUT")

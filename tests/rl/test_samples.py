@@ -117,3 +117,17 @@ def test_malformed_turns_and_samples_raise():
         Turn([], [2], [-0.1])
     with pytest.raises(ConfigError, match="aligned"):
         Sample([1, 2], [0], [0.0, 0.0])
+
+
+def test_retokenized_turns_counts_continued_conversations_whose_ids_do_not_continue():
+    from vibe_rl.rl.samples import Turn, retokenized_turns
+
+    convo = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    first = Turn([1, 2, 3], [4, 5], [-0.1, -0.2], messages=convo)
+    later = convo + [{"role": "assistant", "content": "a"}, {"role": "user", "content": "next"}]
+    extends = Turn([1, 2, 3, 4, 5, 6], [7], [-0.3], messages=later)
+    diverges = Turn([1, 2, 3, 9, 6], [7], [-0.3], messages=later)  # the template re-rendered the answer
+    other_player = Turn([8, 9], [1], [-0.1], messages=[{"role": "user", "content": "player 2"}])
+    assert retokenized_turns([first, extends, other_player]) == 0
+    assert retokenized_turns([first, diverges, other_player]) == 1
+    assert retokenized_turns([first, extends, diverges]) == 1  # an earlier turn that extends elsewhere is no excuse

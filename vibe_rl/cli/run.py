@@ -34,6 +34,10 @@ def register(app: typer.Typer) -> None:
                                                             "`vibe-rl status DIR --wait S`."),
         max_fixes: int = typer.Option(5, "--max-fixes", min=0, help="Most fix attempts (LLM answers) per run."),
         device: str = typer.Option("auto", "--device", help="'auto', 'cpu' (tiny model, small settings) or 'gpu'."),
+        model: str = typer.Option(None, "--model", help="Model every server serves instead of the spec's: 'tiny' "
+                                                        "(the default on CPU), 'smollm2' (SmolLM2-135M-Instruct, a "
+                                                        "real pretrained model that can learn on CPU; `vibe-rl model "
+                                                        "smollm2` builds it) or a local HF directory."),
         overrides: list[str] = typer.Option(None, "--set", help="Server job override key.sub=value (repeatable); "
                                                                 "it wins over the CPU caps."),
         ready_timeout: float = typer.Option(300.0, "--ready-timeout", min=1, help="Seconds for the servers to answer /healthz."),
@@ -56,8 +60,8 @@ def register(app: typer.Typer) -> None:
         if device not in ("auto", "cpu", "gpu"):
             raise ConfigError(f"--device {device!r}: use 'auto', 'cpu' or 'gpu'")
         if stop and until is None and not detach:
-            unused = [opt for opt, on in (("--fresh", fresh), ("--set", bool(overrides)), ("--timeout", timeout is not None),
-                                          ("--mode", mode is not None)) if on]
+            unused = [opt for opt, on in (("--fresh", fresh), ("--set", bool(overrides)), ("--model", model is not None),
+                                          ("--timeout", timeout is not None), ("--mode", mode is not None)) if on]
             if unused:  # `--stop` alone only ends the sessions: these would be dropped silently
                 raise ConfigError(f"{' and '.join(unused)} with --stop alone does nothing (--stop without --until "
                                   "only ends the sessions). Add --until first-step to run first, or drop "
@@ -72,7 +76,7 @@ def register(app: typer.Typer) -> None:
             return
         opts = RunOptions(project_dir=project, mode=mode, until=until or "first-step", timeout=timeout or 1800.0, fix=fix,
                           stop_after=stop, max_fixes=max_fixes, device=device, overrides=list(overrides or []),
-                          ready_timeout=ready_timeout, fresh=fresh)
+                          ready_timeout=ready_timeout, fresh=fresh, model=model)
         llm = llm_from_env() if fix == "auto" else None
         runner = Runner(opts, llm=llm, out=lambda line: typer.echo(line))  # a bad task_spec.json or --mode fails here
         if llm is None and fix == "auto":

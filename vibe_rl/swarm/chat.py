@@ -5,6 +5,10 @@ from the engine as token ids, are decoded once for the wire, and any
 `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks (Qwen2.5 /
 Hermes format) become OpenAI `tool_calls`. The recorded training tokens are
 always the engine's ids, never a re-tokenisation of this text.
+
+Tools reach every model: what a chat template cannot render (SmolLM2's ignores `tools` and drops
+`tool_calls`) is first written into the messages in Hermes format (`vibe_rl.rl.tool_format`), and answers
+are parsed back into `tool_calls` by the same `parse_tool_calls` either way.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import json
 import re
 import secrets
 from typing import Any
+
+from vibe_rl.rl.tool_format import inline_tools, template_support
 
 TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 
@@ -58,7 +64,11 @@ def render_text(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict
     """The prompt text of `messages` (+ tools) ending in the assistant generation prompt."""
     if tool_choice == "none":
         tools = None
-    return tokenizer.apply_chat_template(to_template_messages(messages), tools=tools or None,
+    template_messages = to_template_messages(messages)
+    support = template_support(tokenizer)
+    if not support.complete:
+        template_messages, tools = inline_tools(template_messages, tools, support)
+    return tokenizer.apply_chat_template(template_messages, tools=tools or None,
                                          add_generation_prompt=True, tokenize=False)
 
 

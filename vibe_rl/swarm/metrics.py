@@ -11,6 +11,7 @@ import math
 from collections import deque
 from typing import Any
 
+from vibe_rl.rl.samples import retokenized_turns
 from vibe_rl.swarm.pool import CompletedEpisode
 
 # engine keys that are counts (ints on the wire), and engine keys renamed so `step` stays the global step
@@ -61,7 +62,9 @@ def batch_metrics(groups: list[list[CompletedEpisode]]) -> dict[str, Any]:
         out[f"reward_role_{role}" if f"reward_{role}" in out else f"reward_{role}"] = _stats(values)["mean"]
     if len(by_role) > MAX_ROLES:
         out["roles_not_reported"] = len(by_role) - MAX_ROLES
-    out.update(episodes=len(episodes), tasks=len(groups), trainable_turns=turns, tokens=tokens)
+    retokenized = sum(retokenized_turns([t for t in ep.turns if t.trainable]) for ep in episodes)
+    out.update(episodes=len(episodes), tasks=len(groups), trainable_turns=turns, tokens=tokens,
+               retokenized_turns=retokenized)
     return out
 
 

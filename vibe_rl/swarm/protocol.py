@@ -261,6 +261,10 @@ class EngineStatus(_Response):
     counters: dict[str, int] = Field(default_factory=dict, description="Running totals since the server started: "
                                      "llm_calls, generated_tokens (trainable model), episodes_ended")
     job: TrainJob | None = Field(default=None, description="The job the engine runs, after the server's overrides")
+    chat_template: dict[str, str] | None = Field(
+        default=None, description="How tools, assistant tool_calls and tool messages reach the model: 'template' "
+                                  "(its chat template renders them) or 'prompt' (the server writes them into the "
+                                  "messages in Hermes format); None while no engine is loaded")
 
 
 class ModelCard(_Response):

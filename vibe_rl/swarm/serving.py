@@ -226,7 +226,18 @@ class SwarmServing(UpdateLoop):
             # the job the engine runs: the client's job after this server's --model/--set overrides
             "job": self.job.model_dump(mode="json") if self.job else None,
             "counters": dict(self.counters),  # llm_calls, generated_tokens (trainable model), episodes_ended
+            # how tools reach the model: 'template' (its chat template renders them) or 'prompt' (written into
+            # the messages in the documented Hermes format, vibe_rl.swarm.chat)
+            "chat_template": self._template_view(),
         }
+
+    def _template_view(self) -> dict[str, str] | None:
+        tokenizer = getattr(self.engine, "tokenizer", None) if self.engine is not None else None
+        if tokenizer is None:
+            return None
+        from vibe_rl.swarm.chat import template_support
+
+        return template_support(tokenizer).describe()
 
     def updates_view(self, since: int, limit: int = 1000) -> dict[str, Any]:
         """Per-update metrics with step > since (GET /control/updates?since=N); empty while OFFLINE."""

@@ -89,6 +89,13 @@ def boot(job: TrainJob) -> Booted:
         late = sum(1 for _ in recovered)
         notes.append(f"recovered {late} completed but untrained episodes from {store.path} into the pool "
                      "(they will be trained on in the next updates)")
+    tokenizer = getattr(engine, "tokenizer", None)
+    if tokenizer is not None:
+        from vibe_rl.swarm.chat import template_support
+
+        template_note = template_support(tokenizer).note()
+        if template_note:
+            notes.append(template_note)
     store.set_meta("job", job.model_dump(mode="json"))
     return Booted(engine, store, step, recovered, notes, sink)
 

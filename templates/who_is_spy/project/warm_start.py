@@ -23,6 +23,7 @@ from pathlib import Path
 
 from vibe_rl.engine import SamplingParams, load_engine
 from vibe_rl.schema import EngineConfig, TrainConfig
+from vibe_rl.swarm.chat import render_prompt
 
 from agent_run import DESCRIBE, NAMES, VOTE, VOTE_TOOL, messages_for
 from game_engine import Game, new_game
@@ -63,9 +64,7 @@ def legal_vote_share(engine, games: list[dict], rng: random.Random, n: int, max_
     asked = []  # (the game, the voter, the pending answer): submitted together, they run as one batch
     for _ in range(n):
         convo, game, voter = example(games, rng, describe_share=0.0)
-        text = engine.tokenizer.apply_chat_template(convo["messages"][:-1], tools=convo["tools"], tokenize=False,
-                                                    add_generation_prompt=True)
-        ids = engine.tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = render_prompt(engine.tokenizer, convo["messages"][:-1], convo["tools"])  # as the server renders it
         asked.append((game, voter, engine.submit(ids, SamplingParams(max_tokens=max_tokens))))
     legal = 0
     for game, voter, answer in asked:
