@@ -68,3 +68,13 @@ def test_an_unknown_logger_is_refused_with_the_choices(live_server):
     server = live_server(["experiment.loggers=[jsonl,mlflow]"])
     with SwarmClient(server.url) as client, pytest.raises(Exception, match="unknown logger.*mlflow.*tensorboard"):
         client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
+
+
+def test_the_plot_draws_held_out_eval_rewards_at_the_step_that_served_them(tmp_path):
+    from vibe_rl.swarm.curves import draw, eval_points
+
+    updates = [{"step": 1, "reward_mean": 0.1, "reward_std": 0.0, "loss": 0.0, "eval/reward_mean": 0.05},
+               {"step": 2, "reward_mean": 0.2, "reward_std": 0.1, "loss": 0.1},
+               {"step": 3, "reward_mean": 0.3, "reward_std": 0.1, "loss": 0.1, "eval/reward_mean": 0.25}]
+    assert eval_points(updates) == [(0, 0.05), (2, 0.25)]
+    assert draw(updates, tmp_path / "c.png").stat().st_size > 1000

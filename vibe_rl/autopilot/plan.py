@@ -170,7 +170,9 @@ def plan_sessions(spec: TaskSpec, mode: str, opts: RunOptions, server_venv: Path
             cmd += f" --model {shlex.quote(opts.model or 'tiny')}"
             notes.append(f"CPU run (no GPU visible or --device cpu): {s.name} runs {describe_model(model)} with "
                          + ", ".join(f"{k}={v}" for k, v in effective.items())
-                         + "; on a GPU machine it runs the spec's model and GPUs")
+                         + "; on a GPU machine it runs the spec's model and GPUs"
+                         + ("" if model.strip().lower() != "tiny" else " (the tiny model is random and cannot learn: "
+                            "--model smollm2 serves a real pretrained one that can, on CPU too)"))
             max_tokens = max_tokens or effective["rollout.max_tokens"].split()[0]
         elif opts.model:
             cmd += f" --model {shlex.quote(opts.model)}"

@@ -80,10 +80,9 @@ def write_smollm2(directory: str | Path) -> int:
     tokenizer = transformers.AutoTokenizer.from_pretrained(**source)
     quantised = transformers.AutoModelForCausalLM.from_pretrained(**source, dtype=torch.float32)
     config = quantised.config
-    config.quantization_config = None  # save as a plain fp32 model
-    del config.quantization_config
-    config.name_or_path = "SmolLM2-135M-Instruct"
-    config.torch_dtype = torch.float32
+    if hasattr(config, "quantization_config"):  # save as a plain fp32 model
+        del config.quantization_config
+    config._name_or_path = "SmolLM2-135M-Instruct"
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(config)
     model.load_state_dict(quantised.state_dict(), assign=True)

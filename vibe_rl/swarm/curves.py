@@ -63,8 +63,15 @@ def learning(updates: list[dict[str, Any]], k: int = 3) -> dict[str, Any] | None
             "margin": round(last - first, 4), "rose": last > first}
 
 
+def eval_points(updates: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    """(step, held-out eval reward): eval episodes (never trained on) that ended before update k are logged with
+    it, so they were served by the weights of step k-1."""
+    return [(row["step"] - 1, _num(row, "eval/reward_mean")) for row in updates if "eval/reward_mean" in row]
+
+
 def draw(updates: list[dict[str, Any]], out: str | Path, title: str = "") -> Path:
-    """reward mean +- std (top) and loss (bottom) per step, written to `out` (PNG, SVG or PDF)."""
+    """reward mean +- std and the held-out eval reward where logged (top), loss (bottom) per step, written to
+    `out` (PNG, SVG or PDF)."""
     if not updates:
         raise ConfigError(f"No updates to plot: the experiment has no {METRICS_FILE} rows and no recorded updates "
                           "yet (wait for the first weight update).")
@@ -80,6 +87,10 @@ def draw(updates: list[dict[str, Any]], out: str | Path, title: str = "") -> Pat
         low = [m - s for m, s in zip(mean, std, strict=True)]
         high = [m + s for m, s in zip(mean, std, strict=True)]
         top.fill_between(steps, low, high, alpha=0.2, label="+- std")
+        evals = eval_points(updates)
+        if evals:
+            top.plot([x for x, _ in evals], [y for _, y in evals], marker="s", linestyle="--", color="tab:green",
+                     label="held-out eval reward")
         top.set_ylabel("episode reward")
         top.legend(loc="best")
         top.set_title(title or "reward per weight update")
