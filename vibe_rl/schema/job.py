@@ -87,6 +87,15 @@ class TrainConfig(BaseModel):
         "Recompute each decoder layer's activations in the backward pass: less memory, about a third more "
         "compute (one GPU and the multi-GPU FSDP2 trainer alike)"))
     max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient norm clip")
+    advantage: Literal["group", "seat", "individual", "role_baseline", "zero_sum"] = Field(
+        default="group", description=(
+            "Credit per sample (equations in vibe_rl.rl.advantages): 'group' each episode's reward normalised "
+            "within its task (GRPO); per seat (a seat = one player tag of an episode, role = the tag's part before "
+            "':'): 'seat' the episode (team) reward normalised within (task, role); 'individual' as 'seat' with "
+            "each seat's own reward, the client's output metadata['seat_rewards'] = {player tag: reward} (a seat "
+            "missing there gets the team reward, counted); 'role_baseline' the individual reward minus the mean "
+            "reward of that role over the whole batch, over its std; 'zero_sum' the individual reward minus the "
+            "mean of its game's seats, over the task's std, so the seats of one game sum to zero"))
     max_samples: int = Field(default=256, ge=1, description="Cap on samples per update; extra ones are dropped and counted")
     save_freq: int = Field(default=5, ge=0, description="Checkpoint every N steps (0: never)")
     total_steps: int = Field(default=0, ge=0, description="Stop updating after N steps (0: no limit)")

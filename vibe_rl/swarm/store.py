@@ -147,6 +147,17 @@ class Store:
             return self._db.execute(f"UPDATE episodes SET status=? WHERE {self._UNTRAINED}",
                                     (status, resumed_step)).rowcount
 
+    def episode_metadata(self, episode_uuids: list[str]) -> dict[str, dict[str, Any]]:
+        """The output metadata each episode ended with (per-seat credit reads its 'seat_rewards')."""
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for i in range(0, len(episode_uuids), 500):  # below SQLite's bound-parameter limit
+                chunk = episode_uuids[i:i + 500]
+                rows = self._db.execute(f"SELECT episode_uuid, metadata_json FROM episodes WHERE episode_uuid IN "
+                                        f"({','.join('?' * len(chunk))})", chunk).fetchall()
+                out.update({uuid: json.loads(m or "null") or {} for uuid, m in rows})
+        return out
+
     def untrained(self, resumed_step: int) -> list[CompletedEpisode]:
         """Episodes to put back in the pool after a restart: never trained, or trained in a
         step newer than the checkpoint we resumed from (those weights were lost)."""

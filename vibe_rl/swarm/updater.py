@@ -67,7 +67,9 @@ class UpdateLoop:
         """Build, train, count, then checkpoint. A group that cannot be trained on is marked failed alone;
         a failed step puts its groups back in the pool (marked failed only after 3 failures in a row); a
         failed checkpoint is reported with its path, and global_step still matches the weights."""
-        batch = self.updates.build_batch(groups, self.config.max_abs_reward)
+        mode = self.job.train.advantage  # a per-seat mode reads the episodes' output metadata (seat_rewards)
+        metadata = self.store.episode_metadata([e.episode_uuid for g in groups for e in g]) if mode != "group" else {}
+        batch = self.updates.build_batch(groups, self.config.max_abs_reward, mode, metadata)
         for group, why in batch.rejected:
             self.store.mark([e.episode_uuid for e in group], "failed")
             self.errors.append(f"task {group[0].task_id!r} ({len(group)} episodes) cannot be trained on and was "

@@ -3,7 +3,9 @@
 An update, top to bottom:
 1. The pool hands over whole task groups (episodes sharing a task_id).
 2. Each group's rewards become group-normalised advantages (`vibe_rl.rl.advantages`);
-   every episode's advantage is shared by all of its samples.
+   every episode's advantage is shared by all of its samples. A per-seat `train.advantage`
+   (seat, individual, role_baseline, zero_sum) instead gives each sample the advantage of the
+   seat(s) whose turns it holds, computed over the whole batch after step 3.
    A group that cannot be trained on (a reward out of range, broken turns) is rejected
    alone and reported; the other groups still train.
 3. An episode's trainable turns (static-model calls are context only) become
@@ -124,6 +126,26 @@ def _group_samples(group: list[CompletedEpisode], max_abs_reward: float) -> tupl
     return samples, adv
 
 
+def _group_seats(group: list[CompletedEpisode], samples: list[Any], mode: str, metadata: dict[str, Any],
+                 max_abs_reward: float) -> tuple[list[Any], int]:
+    """Per-seat credit (train.advantage other than 'group'): one task group's seats and how many lack an
+    individual reward; raises on a bad metadata['seat_rewards'] (then the group is rejected alone)."""
+    from vibe_rl.rl.advantages import INDIVIDUAL_MODES, episode_seats, seat_rewards_of
+
+    seats: list[Any] = []
+    missing = 0
+    for ep in group:
+        own = seat_rewards_of(metadata.get(ep.episode_uuid)) if mode in INDIVIDUAL_MODES else {}
+        bad = [r for r in own.values() if abs(r) > max_abs_reward]
+        if bad:
+            raise ValueError(f"seat reward {bad[0]!r} exceeds |r| <= {max_abs_reward:g}")
+        ep_samples = [s for s in samples if s.episode_id == ep.episode_uuid]
+        ep_seats, ep_missing = episode_seats(ep_samples, ep.episode_uuid, ep.task_id, ep.reward, mode, own)
+        seats += ep_seats
+        missing += ep_missing
+    return seats, missing
+
+
 @dataclass
 class Batch:
     samples: list[Any]
@@ -132,9 +154,13 @@ class Batch:
     rejected: list[tuple[list[CompletedEpisode], str]] = field(default_factory=list)  # (group, why)
 
 
-def build_batch(groups: list[list[CompletedEpisode]], max_abs_reward: float = 1e6) -> Batch:
+def build_batch(groups: list[list[CompletedEpisode]], max_abs_reward: float = 1e6, advantage: str = "group",
+                metadata: dict[str, Any] | None = None) -> Batch:
     """Samples of every group that can be trained on; a group that cannot (bad reward, broken
-    turns) is rejected alone, with the reason, and never takes the other groups down with it."""
+    turns) is rejected alone, with the reason, and never takes the other groups down with it.
+    `advantage` is train.advantage; a per-seat mode reads `metadata` (episode uuid -> output metadata)."""
+    seats: list[Any] = []
+    missing = 0
     samples: list[Any] = []
     kept: list[list[CompletedEpisode]] = []
     rejected: list[tuple[list[CompletedEpisode], str]] = []
@@ -142,6 +168,8 @@ def build_batch(groups: list[list[CompletedEpisode]], max_abs_reward: float = 1e
     for group in groups:
         try:
             group_samples, adv = _group_samples(group, max_abs_reward)
+            group_seats, group_missing = (_group_seats(group, group_samples, advantage, metadata or {}, max_abs_reward)
+                                          if advantage != "group" else ([], 0))
         except Exception as exc:  # one group's data: reject it alone
             rejected.append((group, f"{type(exc).__name__}: {exc}"))
             continue
@@ -149,10 +177,20 @@ def build_batch(groups: list[list[CompletedEpisode]], max_abs_reward: float = 1e
         samples.extend(group_samples)
         groups_n += adv.num_groups
         all_equal += adv.num_all_equal_groups
+        seats += group_seats
+        missing += group_missing
+    extra: dict[str, float] = {}
+    if advantage != "group":  # per-seat credit replaces the episode advantages (vibe_rl.rl.advantages)
+        from vibe_rl.rl.advantages import assign_seat_advantages, seat_advantages
+
+        seat_adv = seat_advantages(seats, advantage)
+        assign_seat_advantages(samples, seats, seat_adv)
+        groups_n, all_equal = seat_adv.num_groups, seat_adv.num_all_equal_groups
+        extra = {"seats": len(seats), "seat_rewards_missing": missing}
     info = {**batch_metrics(kept), "groups": groups_n, "all_equal_groups": all_equal,
             "rejected_groups": len(rejected),
             # episodes that never called a model through their key (a client that bypasses ep.openai())
-            "episodes_without_calls": sum(1 for g in kept for ep in g if not ep.turns)}
+            "episodes_without_calls": sum(1 for g in kept for ep in g if not ep.turns), **extra}
     return Batch(samples, info, kept, rejected)
 
 
