@@ -35,7 +35,7 @@ _LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(
 # "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "学习者后手"
 SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|takes|is\s+in|is|gets|in|[:：=])?\s*"
         rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走|[:：=])?\s*"
-        rf"(first|second|先手|后手)")
+        rf"(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
 PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+)"
 # "模型自己下后手", "我方先手": the learner's side said of 'ourselves'
@@ -123,7 +123,7 @@ def learner_seat(facts: Facts) -> Found | None:
         return None
     if own:
         return Found(0 if own.group(1) == "先手" else 1, *own.span())
-    said = m.group(1) or m.group(2)
+    said = m.group(1) or m.group(2) or m.group(3)
     seat = int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1
     return Found(seat, *m.span())
 

@@ -123,7 +123,10 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
     across = described_servers(src, paths)
     for start, end in src.clauses():
         clause = src.text[start:end]
-        if re.search(PER_SERVER, clause, re.IGNORECASE) and len(re.findall(SERVER, clause, re.IGNORECASE)) > 1:
+        apart = [(a, b) for a, b, i in server_segments(src, start, end)  # "服务器1 /m/a 4卡，服务器2 /m/b 4卡"
+                 if i is not None and re.search(SERVER, src.text[a:b], re.I) and any(a <= p.start < b for p in paths)]
+        if re.search(PER_SERVER, clause, re.IGNORECASE) and len(re.findall(SERVER, clause, re.IGNORECASE)) > 1 \
+                and len(apart) < 2:
             segments = [(start, end, None)]  # "server 1 and server 2 use 4 GPUs each": a fact for every server
         else:
             segments = server_segments(src, start, end)

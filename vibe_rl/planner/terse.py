@@ -165,7 +165,7 @@ def expand_terse(text: str) -> tuple[str, list[str]]:
     text, rows = tables(text)
     if rows:
         notes.append(f"Read {rows} markdown table row(s) as 'key: value' lines.")
-    text, pipes = re.subn(r"(?<=\S)[ \t]+[|｜][ \t]+(?=\S)", ", ", text) if not rows else (text, 0)
+    text, pipes = re.subn(r"(?<=\S)[ \t]+[|｜][ \t]+(?=\S)|[ \t]*｜[ \t]*", ", ", text) if not rows else (text, 0)
     if pipes:
         notes.append(f"Read the {pipes} ' | ' separator(s) as commas.")
     text, count = flags(text)
