@@ -1,6 +1,6 @@
 """docs/client.md stays true: its job table is the schema's, and its snippets, pasted into a fresh file,
 train the tiny model on a real server to global step 3 with rewards that vary, leaving the checkpoint
-that its export section names."""
+that its export section names; the asyncio client's block trains it to global step 1."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from vibe_rl.swarm import SwarmClient
 DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 
 
-def client_snippets() -> str:
-    section = DOC.read_text(encoding="utf-8").split("## Write a client", 1)[1].split("\n## ", 1)[0]
+def client_snippets(title: str = "Write a client") -> str:
+    """The python blocks of the section `## <title>`, joined into one script."""
+    section = DOC.read_text(encoding="utf-8").split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
     return "\n\n".join(re.findall(r"^```python\n(.*?)^```", section, re.M | re.S))
 
 
@@ -49,5 +50,74 @@ def test_a_client_written_from_the_doc_trains_to_step_3(tmp_path, tiny_model_dir
 
         out = export_checkpoint(tmp_path / "exp" / "checkpoints" / "step_000003", tmp_path / "exported")
         assert (out / "config.json").is_file()
+    finally:
+        server.stop()
+
+
+def test_the_asyncio_client_of_the_doc_trains_one_update(tmp_path, tiny_model_dir):
+    script = tmp_path / "my_async_client.py"
+    script.write_text(client_snippets("An asyncio client"))
+    assert "AsyncSwarmClient(" in script.read_text() and "async with swarm.episode(" in script.read_text()
+    server = Server(tmp_path / "exp").start()
+    try:
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "VIBE_RL_SWARM_URL": server.url})
+        assert done.returncode == 0, done.stderr[-3000:] + server.output()
+        assert "8 episodes, mean reward" in done.stdout and "step 1: reward" in done.stdout, done.stdout
+        with SwarmClient(server.url) as swarm:
+            status = swarm.status()
+            assert status.global_step == 1 and status.running_count == 0
+    finally:
+        server.stop()
+
+
+def test_the_plain_http_client_of_the_doc_trains_two_updates(tmp_path, tiny_model_dir):
+    """The HTTP endpoints section's block (httpx and the openai SDK only), run as a file, with the token passed
+    the way its comment says a client elsewhere would."""
+    from vibe_rl.swarm.auth import client_token
+
+    script = tmp_path / "plain_http_client.py"
+    script.write_text(client_snippets("The HTTP endpoints"))
+    assert "import vibe_rl" not in script.read_text() and "/episode/begin" in script.read_text()
+    server = Server(tmp_path / "exp").start()
+    try:
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "VIBE_RL_SWARM_URL": server.url,
+                                                "VIBE_RL_SWARM_TOKEN": client_token(server.url)})
+        assert done.returncode == 0, done.stderr[-3000:] + server.output()
+        assert re.match(r"\[\(1, [\d.]+\), \(2, [\d.]+\)\]", done.stdout.strip()), done.stdout
+    finally:
+        server.stop()
+
+
+def test_the_several_episodes_block_of_the_doc_plays_a_game(tmp_path, tiny_model_dir):
+    """The 'Several episodes at once' block (a fragment: it needs `swarm` and a static model 'qwen-max'), run
+    as a file after a preamble that makes them: one game opens two episodes, calls both models and ends both."""
+    import json
+
+    job = {"model": {"path": "tiny", "device": "cpu", "max_model_len": 512}, "rollout": {"max_tokens": 8},
+           "train": {"batch_size": 2, "grpo_n": 4}, "static_models": [{"name": "qwen-max"}]}
+    (tmp_path / "job.yaml").write_text(json.dumps(job))  # JSON is YAML; no URL: a frozen local copy serves it
+    section = DOC.read_text(encoding="utf-8").split("\n### Several episodes at once\n", 1)[1].split("\n## ", 1)[0]
+    block = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
+    assert len(block) == 1 and "open_episodes(" in block[0]
+    preamble = ("import json, os\nfrom vibe_rl.swarm import SwarmClient\n"
+                "swarm = SwarmClient(os.environ['VIBE_RL_SWARM_URL'])\n"
+                f"swarm.auto_sync_train_config_and_start_engine(json.loads({json.dumps(job)!r}), verbose=False)\n")
+    script = tmp_path / "two_teams.py"
+    script.write_text(preamble + block[0] + "\nplay(7)\nprint('played', swarm.status().running_count)\n")
+    server = Server(tmp_path / "exp", extra=["--config", str(tmp_path / "job.yaml")]).start()
+    try:
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "VIBE_RL_SWARM_URL": server.url})
+        assert done.returncode == 0, done.stderr[-3000:] + server.output()
+        assert done.stdout.strip().endswith("played 0"), done.stdout
+        from vibe_rl.swarm.traces import TraceReader
+
+        episodes = TraceReader(server.exp_dir).episodes()
+        assert sorted(e["task_id"] for e in episodes) == ["7-seer", "7-wolves"]
+        by_task = {e["task_id"]: (e["reward"], e["turns"], e["players"], e["models"]) for e in episodes}
+        assert by_task == {"7-wolves": (1.0, 1, ["wolf:player_2"], ["tiny"]),
+                           "7-seer": (0.0, 1, ["seer:player_5"], ["tiny"])}, by_task
     finally:
         server.stop()

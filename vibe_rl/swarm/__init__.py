@@ -6,11 +6,14 @@ Importing this package is light (no torch, no fastapi): a generated project's
 
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.schema.task_data import TaskColumns, load_tasks
+from vibe_rl.swarm.async_client import AsyncEpisode, AsyncSwarmClient
 from vibe_rl.swarm.client import InFlightReport, SwarmClient, SwarmHTTPError, run_in_flight
 from vibe_rl.swarm.episodes import Episode, Episodes, LLMRouter, NotAnEpisodeError, RoleLLM, open_episodes
 from vibe_rl.swarm.schedule import schedule, split_held_out
 
 __all__ = [
+    "AsyncEpisode",
+    "AsyncSwarmClient",
     "Episode",
     "Episodes",
     "InFlightReport",

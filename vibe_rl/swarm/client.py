@@ -7,7 +7,8 @@
         ep.end(1.0, {"winner": "civilian"})
 
 `begin_episode` / `end_episode` / `abort_episode` are the same steps one by one;
-`vibe_rl.swarm.episodes` has the multi-server variant and role routing.
+`vibe_rl.swarm.episodes` has the multi-server variant and role routing; `vibe_rl.swarm.async_client`
+has the same client for asyncio code (it shares `_Transport`, the request/retry/auth logic).
 
 Waiting and retries:
 - `begin_episode` waits (honouring Retry-After) while the engine boots or runs a
@@ -32,7 +33,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -72,11 +73,11 @@ def _retry_after(resp: httpx.Response, default: float = 1.0) -> float:
         return default
 
 
-class SwarmClient:
-    """Client of one swarm server (one trainable model). Thread-safe: share it between workers."""
+class _Transport:
+    """What SwarmClient and AsyncSwarmClient share: the admin token, the episodes' keys, the headers, and the
+    request/retry/auth decisions of one call (`_exchange`, driven by a sync or an async loop)."""
 
-    def __init__(self, url: str, timeout: float = 600.0, wait_timeout: float = 3600.0, max_connections: int = 256,
-                 token: str | None = None):
+    def __init__(self, url: str, wait_timeout: float, token: str | None):
         self.url = url.rstrip("/")
         self._explicit_token = token
         self.token = client_token(self.url, token)  # the admin token (None: none found)
@@ -85,6 +86,122 @@ class SwarmClient:
         # The job the server runs, set by auto_sync_train_config_and_start_engine: the synced job after the
         # server's --model/--set overrides (e.g. small batches on a CPU run). Size rollout loops by it.
         self.job: TrainJob | None = None
+
+    def _headers(self, episode_uuid: str | None = None) -> dict[str, str]:
+        headers = {"x-vibe-rl-token": self.token} if self.token else {}
+        key = self._episode_keys.get(episode_uuid) if episode_uuid else None
+        if key or self.token:
+            headers["Authorization"] = f"Bearer {key or self.token}"
+        return headers
+
+    def _exchange(self, method: str, path: str, wait_busy: bool = False, transport_retries: int = 3,
+                  episode_uuid: str | None = None) -> Generator[tuple[str, Any], Any, Any]:
+        """One call as steps, without I/O: yields ("request", headers), to be sent the httpx.Response or the
+        httpx.TransportError it got, and ("sleep", seconds), to be sent None; returns the answer's JSON."""
+        deadline = time.monotonic() + self.wait_timeout
+        attempt = 0
+        while True:
+            outcome = yield "request", self._headers(episode_uuid)
+            if isinstance(outcome, httpx.TransportError):
+                attempt += 1
+                if attempt > transport_retries:
+                    raise SwarmError(f"Cannot reach the swarm server at {self.url} ({type(outcome).__name__}: "
+                                     f"{outcome}). Is `vibe-rl swarm start` running on that port?") from outcome
+                yield "sleep", min(5.0, 0.25 * 2 ** attempt)
+                continue
+            resp: httpx.Response = outcome
+            if resp.status_code == 401 and self._explicit_token is None and attempt <= transport_retries:
+                fresh = client_token(self.url)  # a restarted server may have a new token
+                if fresh and fresh != self.token:
+                    self.token, attempt = fresh, attempt + 1
+                    continue
+            if wait_busy and time.monotonic() < deadline and (resp.status_code == 429 or (
+                    resp.status_code == 409 and resp.headers.get("retry-after"))):  # 409 episode_busy: calls run
+                yield "sleep", min(_retry_after(resp), max(0.0, deadline - time.monotonic()))
+                continue
+            if resp.status_code >= 400:
+                try:
+                    err = resp.json().get("error", {})
+                except ValueError:
+                    err = {"message": resp.text[:500]}
+                raise SwarmHTTPError(f"{method} {path} failed ({resp.status_code}): {err.get('message')}",
+                                     resp.status_code, err.get("code"))
+            return resp.json()
+
+    # the bodies and bookkeeping of the calls, the same for both clients
+
+    @staticmethod
+    def _job_body(job: TrainJob | dict | str | Path) -> TrainJob:
+        if isinstance(job, dict):
+            unknown = unknown_keys(TrainJob, job)
+            if unknown:  # TrainJob.model_validate would drop them, and their defaults would train
+                raise ConfigError(f"Unknown TrainJob fields: {', '.join(unknown[:10])}. Check their spelling against "
+                                  "the job reference (docs/client.md, 'The job').")
+            return TrainJob.model_validate(job)
+        return job if isinstance(job, TrainJob) else TrainJob.from_yaml(job)
+
+    def _started(self, job: TrainJob, status: dict[str, Any], verbose: bool) -> None:
+        for note in status.get("notes", []):
+            if verbose:
+                print(f"[swarm {self.url}] note: {note}", file=sys.stderr)
+        self.job = TrainJob.model_validate(status["job"]) if status.get("job") else job
+
+    def _rolling(self, status: dict[str, Any], deadline: float, shown: str | None, verbose: bool) -> bool:
+        """True once the engine rolls; raises when it is OFFLINE or the deadline passed."""
+        if status["state"] in ("ROLLING", "WEIGHT_SYNCING"):
+            return True
+        if status["state"] == "OFFLINE":
+            why = status["errors"][-1] if status.get("errors") else "the engine is OFFLINE"
+            raise SwarmError(f"The swarm engine at {self.url} did not start: {why}")
+        if verbose and shown != status["state"]:
+            print(f"[swarm {self.url}] engine {status['state']} ...", file=sys.stderr)
+        if time.monotonic() > deadline:
+            raise SwarmError(f"The swarm engine at {self.url} is still {status['state']} after waiting.")
+        return False
+
+    @staticmethod
+    def _checked_task(task: Task | dict) -> Task:
+        if not isinstance(task, Task):
+            task = Task.model_validate(task)  # before the episode begins: a bad task must not leave one open
+        as_json(task, "the task")  # metadata without a JSON form would fail only at end, after the game
+        return task
+
+    @staticmethod
+    def _begin_body(discard_episode_timeout: float | None, kind: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"discard_episode_timeout": discard_episode_timeout}
+        if kind != "train":
+            body["kind"] = kind
+        return body
+
+    def _begun(self, data: dict[str, Any]) -> tuple[str, OpenaiBaseUrlAndApiKey]:
+        self._episode_keys[data["episode_uuid"]] = data["api_key"]
+        while len(self._episode_keys) > 100_000:  # begun but never ended: forget the oldest
+            self._episode_keys.pop(next(iter(self._episode_keys)))
+        return data["episode_uuid"], OpenaiBaseUrlAndApiKey(base_url=data["base_url"], api_key=data["api_key"],
+                                                            model=data["model"])
+
+    @staticmethod
+    def _end_body(task: Task | dict, episode_uuid: str, workflow_output: WorkflowOutput | dict) -> dict[str, Any]:
+        if not isinstance(task, Task):
+            task = Task.model_validate(task)
+        if not isinstance(workflow_output, WorkflowOutput):  # a dict's keys beside reward/metadata join the metadata
+            workflow_output = WorkflowOutput.model_validate(workflow_output)
+        return {"episode_uuid": episode_uuid, "task": as_json(task, "the task"),
+                "output": as_json(workflow_output, "ep.end's metadata")}
+
+    def _ended(self, episode_uuid: str, result: dict[str, Any]) -> dict[str, Any]:
+        self._episode_keys.pop(episode_uuid, None)
+        if result.get("warning"):  # e.g. no LLM call went through the episode's key: nothing of it is trained
+            log.warning("%s", result["warning"])
+        return result
+
+
+class SwarmClient(_Transport):
+    """Client of one swarm server (one trainable model). Thread-safe: share it between workers."""
+
+    def __init__(self, url: str, timeout: float = 600.0, wait_timeout: float = 3600.0, max_connections: int = 256,
+                 token: str | None = None):
+        super().__init__(url, wait_timeout, token)
         self._http = httpx.Client(base_url=self.url, timeout=httpx.Timeout(timeout, connect=10.0),
                                   limits=httpx.Limits(max_connections=max_connections,
                                                       max_keepalive_connections=max_connections))
@@ -100,44 +217,23 @@ class SwarmClient:
 
     # ------------------------------------------------------------ transport
 
-    def _headers(self, episode_uuid: str | None = None) -> dict[str, str]:
-        headers = {"x-vibe-rl-token": self.token} if self.token else {}
-        key = self._episode_keys.get(episode_uuid) if episode_uuid else None
-        if key or self.token:
-            headers["Authorization"] = f"Bearer {key or self.token}"
-        return headers
-
     def _call(self, method: str, path: str, body: Any = None, wait_busy: bool = False,
               transport_retries: int = 3, episode_uuid: str | None = None) -> Any:
-        deadline = time.monotonic() + self.wait_timeout
-        attempt = 0
-        while True:
-            try:
-                resp = self._http.request(method, path, json=body, headers=self._headers(episode_uuid))
-            except httpx.TransportError as exc:
-                attempt += 1
-                if attempt > transport_retries:
-                    raise SwarmError(f"Cannot reach the swarm server at {self.url} ({type(exc).__name__}: {exc}). "
-                                     "Is `vibe-rl swarm start` running on that port?") from exc
-                time.sleep(min(5.0, 0.25 * 2 ** attempt))
-                continue
-            if resp.status_code == 401 and self._explicit_token is None and attempt <= transport_retries:
-                fresh = client_token(self.url)  # a restarted server may have a new token
-                if fresh and fresh != self.token:
-                    self.token, attempt = fresh, attempt + 1
+        steps = self._exchange(method, path, wait_busy, transport_retries, episode_uuid)
+        try:
+            kind, arg = next(steps)
+            while True:
+                if kind == "sleep":
+                    time.sleep(arg)
+                    kind, arg = steps.send(None)
                     continue
-            if wait_busy and time.monotonic() < deadline and (resp.status_code == 429 or (
-                    resp.status_code == 409 and resp.headers.get("retry-after"))):  # 409 episode_busy: calls run
-                time.sleep(min(_retry_after(resp), max(0.0, deadline - time.monotonic())))
-                continue
-            if resp.status_code >= 400:
                 try:
-                    err = resp.json().get("error", {})
-                except ValueError:
-                    err = {"message": resp.text[:500]}
-                raise SwarmHTTPError(f"{method} {path} failed ({resp.status_code}): {err.get('message')}",
-                                     resp.status_code, err.get("code"))
-            return resp.json()
+                    outcome: Any = self._http.request(method, path, json=body, headers=arg)
+                except httpx.TransportError as exc:
+                    outcome = exc
+                kind, arg = steps.send(outcome)
+        except StopIteration as done:
+            return done.value
 
     # ------------------------------------------------------------ control
 
@@ -145,37 +241,18 @@ class SwarmClient:
                                                 verbose: bool = True) -> dict[str, Any]:
         """Send the job (a TrainJob, a dict checked field by field, or a YAML path) and start the engine; wait
         until ROLLING. The server's --model/--set win: `self.job` is set to the job it actually runs."""
-        if isinstance(job, dict):
-            unknown = unknown_keys(TrainJob, job)
-            if unknown:  # TrainJob.model_validate would drop them, and their defaults would train
-                raise ConfigError(f"Unknown TrainJob fields: {', '.join(unknown[:10])}. Check their spelling against "
-                                  "the job reference (docs/client.md, 'The job').")
-            job = TrainJob.model_validate(job)
-        elif not isinstance(job, TrainJob):
-            job = TrainJob.from_yaml(job)
+        job = self._job_body(job)
         status = self._call("POST", "/control/start", job.model_dump(mode="json"))
-        for note in status.get("notes", []):
-            if verbose:
-                print(f"[swarm {self.url}] note: {note}", file=sys.stderr)
-        self.job = TrainJob.model_validate(status["job"]) if status.get("job") else job
+        self._started(job, status, verbose)
         return self.wait_until_rolling(verbose=verbose) if wait else status
 
     def wait_until_rolling(self, timeout: float | None = None, verbose: bool = False) -> dict[str, Any]:
         deadline = time.monotonic() + (timeout or self.wait_timeout)
         shown = None
-        while True:
-            status = self.get_engine_status()
-            if status["state"] in ("ROLLING", "WEIGHT_SYNCING"):
-                return status
-            if status["state"] == "OFFLINE":
-                why = status["errors"][-1] if status.get("errors") else "the engine is OFFLINE"
-                raise SwarmError(f"The swarm engine at {self.url} did not start: {why}")
-            if verbose and shown != status["state"]:
-                print(f"[swarm {self.url}] engine {status['state']} ...", file=sys.stderr)
-                shown = status["state"]
-            if time.monotonic() > deadline:
-                raise SwarmError(f"The swarm engine at {self.url} is still {status['state']} after waiting.")
+        while not self._rolling(status := self.get_engine_status(), deadline, shown, verbose):
+            shown = status["state"]
             time.sleep(0.2)
+        return status
 
     def status(self) -> EngineStatus:
         """The server's state, pool, running episodes and job, typed (`get_engine_status()`: the raw JSON)."""
@@ -206,38 +283,21 @@ class SwarmClient:
     def begin(self, task: Task, timeout: float | None = None, eval: bool = False) -> Episode:
         """Begin an episode of `task` (the context manager `episode` is usually nicer). An eval episode is
         served by the current weights and its reward is logged as eval/*, but it is never trained on."""
-        if not isinstance(task, Task):
-            task = Task.model_validate(task)  # before the episode begins: a bad task must not leave one open
-        as_json(task, "the task")  # metadata without a JSON form would fail only at end, after the game
+        task = self._checked_task(task)
         uuid, creds = self.begin_episode(timeout, kind="eval" if eval else "train")
         return Episode(self, uuid, creds, task, kind="eval" if eval else "train")
 
     def begin_episode(self, discard_episode_timeout: float | None = None,
                       kind: str = "train") -> tuple[str, OpenaiBaseUrlAndApiKey]:
         """A new episode and its OpenAI credentials; waits while the engine boots or updates."""
-        body: dict[str, Any] = {"discard_episode_timeout": discard_episode_timeout}
-        if kind != "train":
-            body["kind"] = kind
-        data = self._call("POST", "/episode/begin", body, wait_busy=True)
-        self._episode_keys[data["episode_uuid"]] = data["api_key"]
-        while len(self._episode_keys) > 100_000:  # begun but never ended: forget the oldest
-            self._episode_keys.pop(next(iter(self._episode_keys)))
-        return data["episode_uuid"], OpenaiBaseUrlAndApiKey(base_url=data["base_url"], api_key=data["api_key"],
-                                                            model=data["model"])
+        return self._begun(self._call("POST", "/episode/begin", self._begin_body(discard_episode_timeout, kind),
+                                      wait_busy=True))
 
     def end_episode(self, task: Task, episode_uuid: str, workflow_output: WorkflowOutput) -> dict[str, Any]:
         """Report the reward; the server stores the episode before answering. Idempotent (see module doc)."""
-        if not isinstance(task, Task):
-            task = Task.model_validate(task)
-        if not isinstance(workflow_output, WorkflowOutput):  # a dict's keys beside reward/metadata join the metadata
-            workflow_output = WorkflowOutput.model_validate(workflow_output)
-        body = {"episode_uuid": episode_uuid, "task": as_json(task, "the task"),
-                "output": as_json(workflow_output, "ep.end's metadata")}
-        result = self._call("POST", "/episode/end", body, wait_busy=True, episode_uuid=episode_uuid)
-        self._episode_keys.pop(episode_uuid, None)
-        if result.get("warning"):  # e.g. no LLM call went through the episode's key: nothing of it is trained
-            log.warning("%s", result["warning"])
-        return result
+        body = self._end_body(task, episode_uuid, workflow_output)
+        return self._ended(episode_uuid, self._call("POST", "/episode/end", body, wait_busy=True,
+                                                    episode_uuid=episode_uuid))
 
     def abort_episode(self, episode_uuid: str) -> dict[str, Any]:
         result = self._call("POST", "/episode/abort", {"episode_uuid": episode_uuid}, episode_uuid=episode_uuid)

@@ -66,11 +66,7 @@ class Episode:
         then true). A WorkflowOutput together with `metadata` is a ConfigError (the metadata would be lost)."""
         from vibe_rl.swarm.protocol import EndEpisodeResponse
 
-        if isinstance(reward, WorkflowOutput) and metadata is not None:
-            raise ConfigError("ep.end got a WorkflowOutput and a metadata argument; the metadata would be lost. "
-                              "Pass ep.end(WorkflowOutput(reward=r, metadata={...})) or ep.end(r, {...}).")
-        output = reward if isinstance(reward, WorkflowOutput) else WorkflowOutput(reward=reward,
-                                                                                   metadata=metadata or {})
+        output = end_output(reward, metadata)
         result = EndEpisodeResponse.model_validate(self.client.end_episode(self.task, self.uuid, output))
         self.closed = True
         return result
@@ -84,9 +80,23 @@ class Episode:
         try:
             self.client.abort_episode(self.uuid)
         except SwarmError as exc:  # gone already (410/404), or the server is unreachable
-            # 410: the server already dropped it (discarded, ended); the caller's own error says why
-            level = logging.DEBUG if getattr(exc, "status", None) == 410 else logging.WARNING
-            log.log(level, "abort of episode %s: %s", self.uuid, exc)
+            log_failed_abort(self.uuid, exc)
+
+
+def end_output(reward: float | WorkflowOutput, metadata: dict[str, Any] | None) -> WorkflowOutput:
+    """What `ep.end(reward, metadata)` sends: a WorkflowOutput (one given with `metadata` is a ConfigError)."""
+    if isinstance(reward, WorkflowOutput) and metadata is not None:
+        raise ConfigError("ep.end got a WorkflowOutput and a metadata argument; the metadata would be lost. "
+                          "Pass ep.end(WorkflowOutput(reward=r, metadata={...})) or ep.end(r, {...}).")
+    return reward if isinstance(reward, WorkflowOutput) else WorkflowOutput(reward=reward, metadata=metadata or {})
+
+
+def log_failed_abort(episode_uuid: str, exc: Exception) -> None:
+    """An abort that failed is only logged: 410 (the server already dropped it: discarded, ended; the caller's own
+    error says why) at debug level, anything else (e.g. an unreachable server, which discards it after its idle
+    timeout) as a warning."""
+    level = logging.DEBUG if getattr(exc, "status", None) == 410 else logging.WARNING
+    log.log(level, "abort of episode %s: %s", episode_uuid, exc)
 
 
 class Episodes(dict[str, Episode]):

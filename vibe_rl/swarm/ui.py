@@ -6,7 +6,8 @@
   last message, the whole conversation folded), the answer (tool calls included, as the model wrote
   them), the model that answered (trainable server or static model) and the weight version.
 
-Served by `vibe-rl traces serve EXPERIMENT_DIR` (stdlib HTTP server, loopback) and by the swarm
+Served by `vibe-rl traces serve EXPERIMENT_DIR` (stdlib HTTP server, loopback; the index at `/` and `/ui`,
+episodes under `/ui/episode/<uuid>`) and by the swarm
 server under `/control/ui`; both open for a browser through a one-time login link and a session cookie
 (`vibe_rl.swarm.login`), the swarm server also for the admin token.
 """
@@ -157,14 +158,17 @@ def serve(exp_dir: str, host: str = "127.0.0.1", port: int = 8765, allowed_hosts
                 if session is None:
                     return self._answer(401, login_page("This login link is unknown, used or expired: restart "
                                                         "`vibe-rl traces serve` for a new one."))
-                return self._answer(303, "", {"Location": "/ui", "Set-Cookie": logins.set_cookie(session, "/")})
+                return self._answer(303, "", {"Location": "/", "Set-Cookie": logins.set_cookie(session, "/")})
             if not logins.session_ok(self.headers.get("Cookie")):
                 return self._answer(401, login_page("Open the one-time login link that `vibe-rl traces serve` "
                                                     "printed when it started (or restart it for a new one)."))
-            if path in ("", "/"):
-                return self._answer(302, "", {"Location": "/ui"})
-            status, body = page(exp_dir, "/ui", path[3:], dict(parse_qsl(url.query))) if path.startswith("/ui") \
-                else (404, _page("not found", "<h1>Not found</h1><p><a href='/ui'>the trace viewer</a></p>"))
+            params = dict(parse_qsl(url.query))
+            if path in ("", "/"):  # the front door is the episode list itself (its links lead under /ui)
+                status, body = page(exp_dir, "/ui", "", params)
+            elif path == "/ui" or path.startswith("/ui/"):
+                status, body = page(exp_dir, "/ui", path[3:], params)
+            else:
+                status, body = 404, _page("not found", "<h1>Not found</h1><p><a href='/'>the episodes</a></p>")
             self._answer(status, body)
 
         do_HEAD = do_GET  # noqa: N815
