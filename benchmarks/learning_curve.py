@@ -142,6 +142,7 @@ def one_seed(project: Path, work: Path, args: argparse.Namespace, preset: dict, 
     env["VIBE_RL_MAX_TOKENS"] = str(args.max_tokens)
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
+        env.setdefault("MALLOC_ARENA_MAX", "2")  # as `vibe-rl run` starts a CPU server (see autopilot/plan.py)
     os.environ.update(VIBE_RL_MAX_TOKENS=str(args.max_tokens))  # agent_run reads it at import
     cmd = [*VIBE_RL, "swarm", "start", "--port", str(port), "--config", "config.yaml", "--model", args.model,
            "--experiment-dir", str(work / "exp")]
