@@ -36,12 +36,12 @@ DEMO_SETS = ["train.lr=0.001", "train.warmup_steps=3", "train.batch_size=2", "tr
 WARM_START = ["--steps", "30", "--batch", "8", "--lr", "0.003", "--describe-share", "0.25", "--eval", "24"]
 DEMO_STEPS = 10
 # SmolLM2-135M-Instruct on CPU (`--model smollm2`, what the demo trains): bf16 weights (AVX512-BF16 matmuls, about
-# 3x fp32 on these cores) with a LoRA adapter in fp32 (a pure-bf16 full fine-tune rounds small updates away), one
-# task of 4 games an update (12 civilian ballots), answers capped at 16 tokens. lr 1e-3 moved the legal-ballot
-# share in 6 updates where 2e-4 did not (benchmarks/learning_curve.py, 2 cores per run). Micro-batches of 4: the
-# logits of 8 rows x ~500 tokens x 49,152 vocabulary made the server's peak over 9 GB.
-SMOL_SETS = ["model.dtype=bfloat16", "model.lora.rank=16", "model.lora.alpha=32", "train.lr=0.001",
-             "train.batch_size=1", "train.grpo_n=4", "rollout.max_tokens=16", "train.save_freq=0",
+# 3x fp32 on these cores) with a LoRA adapter in fp32 (a pure-bf16 full fine-tune rounds small updates away), two
+# tasks of 4 games an update (24 civilian ballots: with one task, 12 ballots at a 5-10% legal rate left most groups
+# all-zero and a run at lr 1e-3 collapsed), lr 5e-4, answers capped at 16 tokens (benchmarks/learning_curve.py).
+# Micro-batches of 4: the logits of 8 rows x ~500 tokens x 49,152 vocabulary made the server's peak over 9 GB.
+SMOL_SETS = ["model.dtype=bfloat16", "model.lora.rank=16", "model.lora.alpha=32", "train.lr=0.0005",
+             "train.batch_size=2", "train.grpo_n=4", "rollout.max_tokens=16", "train.save_freq=0",
              "train.micro_batch_size=4"]
 SMOL_STEPS = 8  # weight updates of the SmolLM2 demo
 SMOL_EVAL = 12  # held-out games played before and after training
