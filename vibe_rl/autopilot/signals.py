@@ -91,7 +91,8 @@ def health_notes(root: Path, statuses: dict[str, dict[str, Any]], progress: dict
                              "equal outcomes give equal rewards (zero gradient). Likely fix: score an answer with no "
                              "valid action as that seat's worst outcome, never a fallback move (write-swarm-client: "
                              "unparseable answers), shorten the prompt, or start from a model that follows the tool "
-                             "format (the CPU tiny model almost never does); `vibe-rl play DIR` shows the answers")
+                             "format (the tiny model almost never does; SmolLM2 learns it from a few SFT steps on the format, "
+                             "vibe_rl.rl.sft); `vibe-rl play DIR` shows the answers")
         if prog is not None:
             streak = 0
             for u in updates:
