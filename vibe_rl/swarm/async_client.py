@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from vibe_rl.errors import SwarmError
-from vibe_rl.extras import require
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.client import _Transport
-from vibe_rl.swarm.episodes import NotAnEpisodeError, end_output, log_failed_abort
+from vibe_rl.swarm.episodes import EpisodeCredentials, NotAnEpisodeError, end_output, log_failed_abort
 from vibe_rl.swarm.protocol import EngineStatus, Update
 
 if TYPE_CHECKING:
@@ -198,22 +197,12 @@ class AsyncSwarmClient(_Transport):
         return result
 
 
-class AsyncEpisode:
-    """One open episode: `base_url`, `api_key`, `model` (`credentials`), then `await end(reward)` or `abort()`."""
+class AsyncEpisode(EpisodeCredentials):
+    """One open episode: `base_url`, `api_key`, `model` (`credentials`), then `await end(reward)` or `abort()`;
+    `openai()` is an `openai.AsyncOpenAI`, closed when the episode ends."""
 
-    def __init__(self, client: AsyncSwarmClient, uuid: str, credentials: OpenaiBaseUrlAndApiKey, task: Task,
-                 kind: str = "train"):
-        self.client, self.uuid, self.credentials, self.task, self.kind = client, uuid, credentials, task, kind
-        self.base_url, self.api_key, self.model = credentials.base_url, credentials.api_key, credentials.model
-        self.closed = False
-        self._openai: Any = None
-
-    def openai(self, max_retries: int = 3) -> Any:
-        """An `openai.AsyncOpenAI` client for this episode (made once; closed when the episode ends)."""
-        if self._openai is None:
-            openai = require("openai", "calling the episode's model with the openai SDK")
-            self._openai = openai.AsyncOpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=max_retries)
-        return self._openai
+    OPENAI_CLASS = "AsyncOpenAI"
+    client: AsyncSwarmClient
 
     async def end(self, reward: float | WorkflowOutput, metadata: dict[str, Any] | None = None) -> EndEpisodeResponse:
         """Report the reward, as `Episode.end` does; the server stores the episode before answering."""

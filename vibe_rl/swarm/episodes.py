@@ -43,22 +43,31 @@ class Endpoint(Protocol):
     model: str
 
 
-class Episode:
-    """One open episode on one server: its OpenAI credentials, then `end(reward)` or `abort()`."""
+class EpisodeCredentials:
+    """What an open episode holds, sync or async: its client, uuid, OpenAI credentials, task and kind, and one
+    openai SDK client made on first use (`OPENAI_CLASS`: 'OpenAI' or 'AsyncOpenAI')."""
 
-    def __init__(self, client: SwarmClient, uuid: str, credentials: OpenaiBaseUrlAndApiKey, task: Task,
-                 kind: str = "train"):
+    OPENAI_CLASS = "OpenAI"
+
+    def __init__(self, client: Any, uuid: str, credentials: OpenaiBaseUrlAndApiKey, task: Task, kind: str = "train"):
         self.client, self.uuid, self.credentials, self.task, self.kind = client, uuid, credentials, task, kind
         self.base_url, self.api_key, self.model = credentials.base_url, credentials.api_key, credentials.model
         self.closed = False
         self._openai: Any = None
 
     def openai(self, max_retries: int = 3) -> Any:
-        """An `openai.OpenAI` client for this episode (made once, then reused)."""
+        """An openai SDK client for this episode (made once, then reused)."""
         if self._openai is None:
             openai = require("openai", "calling the episode's model with the openai SDK")
-            self._openai = openai.OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=max_retries)
+            self._openai = getattr(openai, self.OPENAI_CLASS)(base_url=self.base_url, api_key=self.api_key,
+                                                              max_retries=max_retries)
         return self._openai
+
+
+class Episode(EpisodeCredentials):
+    """One open episode on one server: its OpenAI credentials, then `end(reward)` or `abort()`."""
+
+    client: SwarmClient
 
     def end(self, reward: float | WorkflowOutput, metadata: dict[str, Any] | None = None) -> EndEpisodeResponse:
         """Report the reward (a number and optional metadata, or a WorkflowOutput that holds both); the server
