@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from vibe_rl.swarm.launch import ServerNotReadyError, free_port, spawn, wait_healthy
@@ -30,3 +33,19 @@ def start_server(tmp_path: Path, name: str, max_tokens: int, max_model_len: int,
         proc.kill()
         raise
     return proc, url
+
+
+@contextlib.contextmanager
+def trace_viewer(exp_dir: Path) -> Iterator[tuple[str, str, int]]:
+    """`vibe-rl traces serve EXP_DIR` on a free port -> (base url, its one-time login link, port); stopped after."""
+    port = free_port()
+    viewer = subprocess.Popen([VIBE_RL, "traces", "serve", str(exp_dir), "--port", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = viewer.stdout.readline()
+        link = re.search(r"(http://127\.0\.0\.1:\d+/ui/login\?code=[\w-]+)", line)
+        assert link, line
+        yield f"http://127.0.0.1:{port}", link[1], port
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=30)

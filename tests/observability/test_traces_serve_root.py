@@ -4,11 +4,10 @@ same one-time login link and session cookie as `/ui`; the list's links open the 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 import httpx
-from helpers.ports import free_port
+from helpers.servers import trace_viewer
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.swarm.pool import CompletedEpisode
@@ -31,18 +30,11 @@ def test_root_shows_the_episode_list_after_login(tmp_path):
     exp = tmp_path / "exp"
     exp.mkdir()
     record(exp)
-    port = free_port()
-    viewer = subprocess.Popen([*CLI, "traces", "serve", str(exp), "--port", str(port)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        line = viewer.stdout.readline()
-        link = re.search(r"(http://127\.0\.0\.1:\d+/ui/login\?code=[\w-]+)", line)
-        assert link, line
-        base = f"http://127.0.0.1:{port}"
+    with trace_viewer(exp) as (base, login, _):
         stranger = httpx.get(base + "/")  # no cookie: the login page, no episode
         assert stranger.status_code == 401 and "Login needed" in stranger.text and "game-1" not in stranger.text
 
-        landed = httpx.get(link[1], follow_redirects=False)  # the link sets the cookie and lands on /
+        landed = httpx.get(login, follow_redirects=False)  # the link sets the cookie and lands on /
         assert landed.status_code == 303 and landed.headers["location"] == "/"
         cookie = landed.headers["set-cookie"].split(";", 1)[0]
         with httpx.Client(base_url=base, headers={"cookie": cookie}) as me:
@@ -58,6 +50,3 @@ def test_root_shows_the_episode_list_after_login(tmp_path):
             assert episode.status_code == 200 and "prompt of game-1" in episode.text
             assert "answer of game-1" in episode.text
             assert me.get("/elsewhere").status_code == 404
-    finally:
-        viewer.terminate()
-        viewer.wait(timeout=30)

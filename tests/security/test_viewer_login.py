@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers.ports import free_port
+from helpers.servers import trace_viewer
 
 from vibe_rl.swarm import SwarmClient, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
@@ -49,30 +49,20 @@ def test_item8_traces_serve_needs_the_login_link(make_server, tmp_path):
     srv = make_server("viewer")
     _episodes(srv.url)
     srv.stop()
-    port = free_port()
-    viewer = subprocess.Popen([*CLI, "traces", "serve", str(srv.exp_dir), "--port", str(port)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        line = viewer.stdout.readline()
-        link = re.search(r"(http://127\.0\.0\.1:\d+/ui/login\?code=[\w-]+)", line)
-        assert link, line
-        base = f"http://127.0.0.1:{port}"
+    with trace_viewer(srv.exp_dir) as (base, login, port):
         stranger = dom(base + "/ui", tmp_path / "stranger")  # a browser without the link
         assert "Login needed" in stranger and "game-1" not in stranger
-        assert "game-1" in dom(link[1], tmp_path / "me")  # the link logs in and lands on the episodes
+        assert "game-1" in dom(login, tmp_path / "me")  # the link logs in and lands on the episodes
         again = dom(base + "/ui", tmp_path / "me")  # the same browser, later: its cookie
         assert "game-1" in again and "game-2" in again
-        assert "game-1" not in dom(link[1], tmp_path / "other")  # a link opens one browser only
+        assert "game-1" not in dom(login, tmp_path / "other")  # a link opens one browser only
         plain = httpx.get(base + "/ui")
         assert plain.status_code == 401 and plain.headers["x-frame-options"] == "DENY"
         assert "frame-ancestors 'none'" in plain.headers["content-security-policy"]
         rebound = httpx.get(base + "/ui", headers={"host": f"127.0.0.1.attacker.example:{port}"})
         assert rebound.status_code == 403
-        used = httpx.get(link[1], follow_redirects=False)
+        used = httpx.get(login, follow_redirects=False)
         assert used.status_code == 401 and "set-cookie" not in used.headers
-    finally:
-        viewer.terminate()
-        viewer.wait(timeout=30)
 
 
 @needs_chromium
