@@ -47,11 +47,13 @@ VOTE_ASK = "with the `vote` tool"
 PRESETS = {
     "cpu-demo": {"game": DEMO_GAME, "reward": DEMO_REWARD, "sets": SMOL_SETS},
     # The seed spec's game on a GPU, made short enough for 200+ updates in minutes: 4 players (1 spy, a frozen copy
-    # of the initial model), 2 rounds, win 1 / loss 0 plus the family's dense credit (legal ballots, ballots on
-    # the spy); LoRA on bf16 weights (a pure-bf16 full fine-tune rounds small updates away).
-    "gpu": {"game": {"shaped_reward": True, "num_players": 4, "max_rounds": 2, "hit_credit": 1.0}, "reward": {},
+    # of the initial model), one round, win 1 / loss 0 plus the family's dense credit (legal ballots, ballots on
+    # the spy), each civilian credited with its own ballots (train.advantage: individual, the template's
+    # seat_rewards); LoRA on bf16 weights (a pure-bf16 full fine-tune rounds small updates away).
+    "gpu": {"game": {"shaped_reward": True, "num_players": 4, "max_rounds": 1, "hit_credit": 1.0}, "reward": {},
             "sets": ["train.batch_size=4", "train.grpo_n=4", "rollout.max_tokens=48", "train.save_freq=0",
-                     "model.lora.rank=32", "model.lora.alpha=64", "train.lr=0.0002", "model.max_model_len=2048"]},
+                     "model.lora.rank=32", "model.lora.alpha=64", "train.lr=0.0002", "model.max_model_len=2048",
+                     "train.advantage=individual"]},
 }
 
 

@@ -23,7 +23,8 @@ DEMO_GAME = {"shaped_reward": True, "num_players": 4, "max_rounds": 1, "hit_cred
 # one game in five, whatever the civilians vote) is noise that drowns what the tiny model can learn in minutes.
 REWARD = ("game_engine.shaped_reward with the outcome weighted 0 (reward.win = reward.loss = 0) and hit_credit 0: "
           "per game, 0.5 x the share of the civilians' ballots that named a living player other than the voter "
-          "(a legal vote); from 0 to 0.5")
+          "(a legal vote); from 0 to 0.5. Each civilian trains on its own ballot (0.5 legal, 0 not: the game's "
+          "seat_rewards, train.advantage=individual)")
 DEMO_REWARD = {"win": 0.0, "loss": 0.0, "description": REWARD}
 # Server job on CPU (vibe-rl run adds --model tiny; these come after it): 2 tasks x 4 episodes an update, a
 # learning rate that moves the <1M-parameter tiny model within 10 updates (warmed up over 3: Adam's first steps
@@ -40,9 +41,13 @@ DEMO_STEPS = 10
 # tasks of 4 games an update (24 civilian ballots: with one task, 12 ballots at a 5-10% legal rate left most groups
 # all-zero and a run at lr 1e-3 collapsed), lr 5e-4, answers capped at 16 tokens (benchmarks/learning_curve.py).
 # Micro-batches of 4: the logits of 8 rows x ~500 tokens x 49,152 vocabulary made the server's peak over 9 GB.
+# Per-seat credit (train.advantage=individual): each civilian's turns get the advantage of its own ballot within
+# the group's 12 civilian seats, not the game's mean; with the game's mean, one legal ballot also rewarded the
+# two illegal ones of its game, and 8 updates moved the legal-ballot share in some seeds only (8% -> 8%,
+# 11% -> 33%); with per-seat credit 5 of 5 seeds went from 6-11% to 75-89% (README, "The CPU demo").
 SMOL_SETS = ["model.dtype=bfloat16", "model.lora.rank=16", "model.lora.alpha=32", "train.lr=0.0005",
              "train.batch_size=2", "train.grpo_n=4", "rollout.max_tokens=16", "train.save_freq=0",
-             "train.micro_batch_size=4"]
+             "train.micro_batch_size=4", "train.advantage=individual"]
 SMOL_STEPS = 8  # weight updates of the SmolLM2 demo
 SMOL_EVAL = 12  # held-out games played before and after training
 

@@ -76,9 +76,14 @@ def messages_for(game: Game, player: Player, question: str) -> list[dict]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
 
 
+def tag(player: Player) -> str:
+    """The `user=` of a player's calls: the server groups per-seat credit by it (train.advantage)."""
+    return f"{player.role}:{player.pid}"
+
+
 def ask(llm: RoleLLM, game: Game, player: Player, question: str, **kwargs):
     reply = llm.client.chat.completions.create(model=llm.model, messages=messages_for(game, player, question),
-                                               max_tokens=MAX_TOKENS, user=f"{player.role}:{player.pid}", **kwargs)
+                                               max_tokens=MAX_TOKENS, user=tag(player), **kwargs)
     return reply.choices[0].message
 
 
@@ -129,6 +134,13 @@ def reward(game: Game, role: str) -> float:
     return side_reward(game, role, WIN, LOSS)
 
 
+def output(game: Game, role: str) -> WorkflowOutput:
+    """The side's reward, and each of its seats' own (its ballots, the side's outcome) as `seat_rewards`,
+    which `train.advantage: individual` trains on instead of the team reward."""
+    seats = {tag(p): side_reward(game, role, WIN, LOSS, seats=[p.pid]) for p in game.players if p.role == role}
+    return WorkflowOutput(reward=reward(game, role), metadata={**summary(game), "seat_rewards": seats})
+
+
 def run_episode(task: Task, creds: OpenaiBaseUrlAndApiKey, seed: int | None = None) -> WorkflowOutput:
     game = play(task, {"server1": creds}, seed=seed)
-    return WorkflowOutput(reward=reward(game, "civilian"), metadata=summary(game))
+    return output(game, "civilian")

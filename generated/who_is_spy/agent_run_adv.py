@@ -5,7 +5,7 @@ Civilians play on swarm server server1, spies on swarm server server2; each serv
 
 from vibe_rl.swarm import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
 
-from agent_run import play, reward, summary
+from agent_run import output, play
 
 # Team wiring: role -> the server its calls reach. `vibe-rl doctor` checks it.
 TEAM_MODELS = {"civilian": "server1", "spy": "server2"}
@@ -16,6 +16,5 @@ def run_episode_adv(task: Task, creds_1: OpenaiBaseUrlAndApiKey, creds_2: Openai
     """Returns (output for server1, output for server2)."""
     endpoints = {"server1": creds_1, "server2": creds_2}
     game = play(task, endpoints, TEAM_MODELS, seed=seed)
-    info = summary(game)
-    return (WorkflowOutput(reward=reward(game, "civilian"), metadata=info),
-            WorkflowOutput(reward=reward(game, "spy"), metadata=info))
+    return (output(game, "civilian"),
+            output(game, "spy"))

@@ -96,13 +96,17 @@ def outcome_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) -
     return win if game.winner() == role else loss
 
 
-def shaped_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) -> float:
+def shaped_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0,
+                  seats: list[str] | None = None) -> float:
     """The outcome plus SHAPING x each dense term (every term is a share in [0, 1]):
     civilians: legal ballots / their ballots, and HIT_CREDIT x ballots that named a spy / their ballots;
-    spies: rounds each spy was alive at the vote / rounds played (averaged over the spies)."""
+    spies: rounds each spy was alive at the vote / rounds played (averaged over the spies).
+    The dense terms count the ballots (or survival) of `seats` (player ids of `role`; default: all of them),
+    so `seats=[pid]` is that player's own reward; the outcome is always the side's."""
     total = outcome_reward(game, role, win, loss)
+    mine = set(seats) if seats is not None else {p.pid for p in game.players if p.role == role}
     if role == CIVILIAN:
-        cast = [target for _, voter, target in game.ballots if game.player(voter).role == CIVILIAN]
+        cast = [target for _, voter, target in game.ballots if voter in mine]
         if cast:
             legal = sum(target is not None for target in cast) / len(cast)
             hits = sum(target is not None and game.player(target).role == SPY for target in cast) / len(cast)
@@ -110,16 +114,18 @@ def shaped_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) ->
     else:
         played = game.round - 1
         out = {pid: when for when, pid in game.eliminated}
-        spies = [p.pid for p in game.players if p.role == SPY]
+        spies = [p.pid for p in game.players if p.role == SPY and p.pid in mine]
         if played and spies:
             survived = sum(min(out.get(pid, played + 1) - 1, played) for pid in spies) / (len(spies) * played)
             total += SHAPING * survived
     return round(total, 6)
 
 
-def side_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0) -> float:
-    """The reward of one side: shaped when SHAPED_REWARD is on, else win or loss."""
-    return (shaped_reward if SHAPED_REWARD else outcome_reward)(game, role, win, loss)
+def side_reward(game: Game, role: str, win: float = 1.0, loss: float = 0.0, seats: list[str] | None = None) -> float:
+    """The reward of one side (or of its `seats`): shaped when SHAPED_REWARD is on, else win or loss."""
+    if SHAPED_REWARD:
+        return shaped_reward(game, role, win, loss, seats)
+    return outcome_reward(game, role, win, loss)
 
 
 def new_game(civilian_word: str, spy_word: str, names: list[str], rng: random.Random,

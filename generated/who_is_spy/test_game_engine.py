@@ -125,6 +125,23 @@ def test_shaped_reward_credits_legal_ballots_and_hits_on_the_spy(monkeypatch, hi
     assert shaped_reward(game, SPY) == 0.0 + SHAPING * 1 / 2
 
 
+def test_a_seat_earns_its_own_dense_credit_and_its_side_outcome(monkeypatch):
+    monkeypatch.setattr(game_engine, "HIT_CREDIT", 1.0)
+    game = make(5)  # 1 spy, 4 civilians
+    spy, civilians = ids(game, SPY)[0], ids(game, CIVILIAN)
+    ballots = {civilians[0]: spy, civilians[1]: civilians[0], civilians[2]: None, civilians[3]: spy,
+               spy: civilians[0]}
+    assert game.vote(ballots) is None  # a 2-2 tie: nobody is out
+    assert shaped_reward(game, CIVILIAN, seats=[civilians[0]]) == pytest.approx(SHAPING * 2)  # legal, on the spy
+    assert shaped_reward(game, CIVILIAN, seats=[civilians[1]]) == pytest.approx(SHAPING)  # legal only
+    assert shaped_reward(game, CIVILIAN, seats=[civilians[2]]) == 0.0  # an abstention
+    team = shaped_reward(game, CIVILIAN)
+    assert team == pytest.approx(sum(shaped_reward(game, CIVILIAN, seats=[c]) for c in civilians) / 4)
+    game.vote(everyone_votes(game, spy))
+    assert shaped_reward(game, CIVILIAN, seats=[civilians[2]]) == pytest.approx(1.0 + SHAPING * (1 + 1) / 2)
+    assert shaped_reward(game, SPY, seats=[spy]) == shaped_reward(game, SPY)  # one spy: its seat is the side
+
+
 def test_side_reward_follows_the_shaped_reward_switch():
     game = make()
     game.vote(everyone_votes(game, ids(game, SPY)[0]))
