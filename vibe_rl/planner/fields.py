@@ -79,6 +79,18 @@ TRAINING = [
     Row("max_model_len", en=(r"max[\s_-]*model[\s_-]*len(?:gth)?", r"context[\s_-]*(?:length|len|window)"), zh=("上下文长度",)),
 ]
 
+# What a mock dataset holds ("mock 64 sentence pairs", "生成 50 篇论文", "100 mock papers")
+_ITEMS = (r"games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|documents|docs|"
+          r"abstracts|papers|articles|texts|passages|prompts|questions|problems|puzzles|items|records|entries|cases|"
+          r"scenarios|dialogues|conversations|stories|seeds|boards|levels|对局|局|个任务|条|段|对|句|篇|道题|个问题")
+# Game parameters every family may have (a family's own rows are in its manifest: parameters.<name>.words)
+GAME = [
+    Row("num_tasks", en=(r"num[\s_-]*tasks",),
+        zh=(rf"(?:(?<![A-Za-z])(?:mock|generate|simulate)|生成|造|模拟)[^\d\n,.;，。；]{{0,12}}?(?=\d+\s*(?:{_ITEMS}))",),
+        unit=(_ITEMS,),
+        after=(rf"(?:mock|synthetic|generated|simulated)\s+(?:{_ITEMS})",)),
+]
+
 # Settings people name that the plan has no field for: (pattern, what to do). Their numbers stay unparsed.
 UNPLACED = [
     (r"\bq?lora\b", "LoRA: the plan has no LoRA field, so the project trains all weights. After rendering set "

@@ -24,7 +24,7 @@ from typing import Any
 from vibe_rl.planner.text import CN_NUMBER, WORD_NUMBER, SpecText, to_int
 
 # What may stand between a field's word and its number
-LINK = (r"[ \t]*(?:(?:of|is|are|=|:|：|为|是|设为|设置为|设成|to|at|around|about|roughly|approximately|approx\.?|circa|~|≈|"
+LINK = (r"[ \t]*(?:(?:of|is|are|=|:|：|为|是|设为|设置为|设成|to|at|at most|up to|最多|至多|不超过|around|about|roughly|approximately|approx\.?|circa|~|≈|"
         r"still|equals?|大约|大概|约|还是|仍是|仍然|依旧|照旧|用|取|给)[ \t]*)*")
 _DIGITS = (r"(?<![A-Za-z0-9_.])(?<![\d.][eE]-)-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![A-Za-z0-9_.]*[A-Za-z_/%])(?!\.\d)"
            r"(?![零一二两三四五六七八九十百千万])")
@@ -68,7 +68,7 @@ def patterns(row: Row) -> list[str]:
     if row.after:
         english = [rf"{w}(?![A-Za-z0-9])" for w in row.after if re.match(r"[A-Za-z]", w)]
         chinese = [w for w in row.after if not re.match(r"[A-Za-z]", w)]
-        out.append(rf"{NUMBER}[ \t]*(?:{'|'.join(english + chinese)})")
+        out.append(rf"(?<![每第同])(?<![每第同]\s){NUMBER}[ \t]*(?:{'|'.join(english + chinese)})")  # no "每 3 轮", "第 3 轮"
     return out
 
 
