@@ -121,7 +121,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      "are for academic paper paragraphs: the project renders for academic paragraphs. To change the "
                      "domain, edit mock_dataset.py (mock_paragraphs.json), the prompts in workflow.py and the "
                      "graders after rendering.")
-    game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     server_of = {**DEFAULT_SERVER_OF, **agent_servers(facts)}
     path_of: dict[int, Found] = {}  # server index -> a path said of its agents by role
     by_role = role_paths(facts) if not agent_servers(facts) else {}

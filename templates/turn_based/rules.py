@@ -29,7 +29,6 @@ from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|选手|辩手|棋手|参赛者|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
-TURNS = rf"(?:max[\s_-]*turns\s*[:：=]?\s*{NUM}|(?:最多|至多|at most|up to)?\s*{NUM}\s*(?:turns|moves|回合|步棋)|(?:最多|至多|不超过)\s*{NUM}\s*(?:步|手)(?!数))"  # "最多 9 步": a game's moves
 _LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(?:agent|player|model|seat)|trainable\s+"
             r"(?:agent|player|model|seat)|our\s+(?:agent|model)|学习者|训练的?(?:智能体|模型|一方|玩家))")
 # "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "学习者后手"
@@ -141,8 +140,8 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     quote = text.replace("\\", "/").replace('"""', "'''")  # safe inside the docstring
     game = {"title": title_of(text), "spec_text": text, "spec_quote": "" if CJK.search(text) else quote}
     game_parameter(facts, game, "num_players", players(facts, notes), notes, manifest, "player count")
-    game_parameter(facts, game, "max_turns", facts.find(TURNS), notes, manifest, "turn limit")
-    game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    game_parameter(facts, game, "max_turns", None, notes, manifest, "turn limit")
+    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     game_parameter(facts, game, "learner_seat", learner_seat(facts), notes, manifest, "learner seat (-1: drawn every episode)")
     game_parameter(facts, game, "draw_reward", draw_reward(facts), notes, manifest, "draw reward (null: a draw is a loss)")
     seats = game.get("num_players", manifest.parameters["num_players"].default)

@@ -24,9 +24,11 @@ from vibe_rl.planner.common import (
     short_name,
     static_endpoint,
     static_note,
+    tabled,
     training,
 )
 from vibe_rl.planner.facts import Facts
+from vibe_rl.planner.table import Row
 from vibe_rl.planner.text import NUM, to_int
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
@@ -52,6 +54,7 @@ PARITY_WORDS = (r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the
 OTHER_ROLES = (r"守卫|白痴|丘比特|骑士|警长|白狼王|狼王|混血儿|\b(?:body)?guard\b|\bidiot\b|\bcupid\b|\bknight\b|"
                r"\bdoctor\b|\bbodyguard\b|\bsheriff\b|\bwolf king\b|\bwhite wolf\b")
 DEFAULT_TRAINABLE = ["werewolf", "seer"]
+ROUNDS_AS_DAYS = Row("max_days", en=(r"max[\s_-]*rounds",), zh=("轮数",), after=("rounds?", "轮"))  # table row
 # "Werewolves" as the game's name, not the role: at the start of the spec or a line ("Werewolves with the seer
 # trainable", "# Werewolf RL"), or with a game word ("a werewolf game", "the game of werewolves").
 _WOLF = r"werewol(?:f|ves|fs)"
@@ -101,8 +104,6 @@ PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:�
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
 # a YAML "roles:" block is the whole table
 ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
-
-
 PLURAL = {"werewolf": "werewolves", "witch": "witches"}
 
 
@@ -450,12 +451,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         game["win_rule"] = "side"
     elif not facts.src.search(PARITY_WORDS):
         notes.append("Win rule not given: werewolves win at parity (win_rule = parity).")
-    days = facts.days
-    if days is None and facts.rounds is not None:  # a round of Werewolves is one night and one day
-        days = facts.rounds
-        notes.append(f"Read the spec's {facts.rounds.value} rounds as the day limit (a round is a night and a day).")
+    days = tabled(facts, "max_days", manifest, notes)  # else a round of Werewolves is one night and one day:
+    if days is None and (days := tabled(facts, "max_days", manifest, notes, [ROUNDS_AS_DAYS])) is not None:
+        notes.append(f"Read the spec's {days.value} rounds as the day limit (a round is a night and a day).")
     game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
-    game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     game = manifest.resolve_parameters(game)
     trainable, static, copy = split_roles(facts, notes, seats)
     check_table(seats, trainable)

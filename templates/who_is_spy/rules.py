@@ -64,8 +64,8 @@ def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
             facts.use(civilians)  # consistent; left unmarked (so reported) when it is not
     game_parameter(facts, game, "num_players", players, notes, manifest, "player count")
     game_parameter(facts, game, "num_spies", spies, notes, manifest, "spy count")
-    game_parameter(facts, game, "max_rounds", facts.rounds, notes, manifest, "round limit")
-    game_parameter(facts, game, "num_tasks", facts.num_tasks, notes, manifest, "mock dataset size")
+    game_parameter(facts, game, "max_rounds", None, notes, manifest, "round limit")
+    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     shaped(facts, game, notes)
     game = manifest.resolve_parameters(game)
     if 2 * game["num_spies"] >= game["num_players"]:

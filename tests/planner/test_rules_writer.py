@@ -137,13 +137,26 @@ def test_answers_without_both_files_or_with_chinese_are_sent_back(project):
     assert "Chinese" in api.requests[2]["messages"][-1]["content"]
 
 
+def _quoted_plan() -> str:
+    """The plan an LLM answers first: the offline plan of SPEC with the offline spans as its quotes."""
+    from vibe_rl.planner.offline import OfflinePlanner
+    from vibe_rl.planner.review import review
+
+    planner = OfflinePlanner()
+    spec = planner.plan(SPEC, family="turn_based")
+    rows = review(spec, SPEC, "offline", planner.read)
+    return json.dumps({"plan": spec.model_dump(mode="json"),
+                       "quotes": {r["field"]: r["span"] for r in rows if r["from"] == "spec" and r["span"] in SPEC}})
+
+
 def test_cli_turn_based_with_an_llm_planner(tmp_path):
-    with ScriptedAPI([BUGGY, FIXED]) as api:
+    with ScriptedAPI([_quoted_plan(), BUGGY, FIXED]) as api:
         env = {**os.environ, **api.env()}
         env.pop("ANTHROPIC_API_KEY", None)
         done = subprocess.run([VIBE_RL, "new", SPEC, "--family", "turn_based", "--planner", "openai", "--out", "p"],
                               capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "planner: openai;" in done.stdout and "(Plan it as the turn_based family.)" in json.dumps(api.requests[0])
     assert "rules round 2: the rule tests, imports and doctor pass" in done.stdout
     assert "sk-test-secret" not in done.stdout + done.stderr
     spec = json.loads((tmp_path / "p" / "task_spec.json").read_text())

@@ -35,7 +35,11 @@ def register(app: typer.Typer) -> None:
         family: str | None = typer.Option(
             None, "--family", help="Use this template family instead of matching keywords, e.g. turn_based "
             "(the generic skeleton for a game no template covers)."),
-        planner: str = typer.Option("auto", "--planner", help="offline | openai | anthropic | auto."),
+        planner: str = typer.Option(
+            "auto", "--planner", help="auto | offline | openai | anthropic. auto: an LLM planner when OPENAI_API_KEY "
+            "(else ANTHROPIC_API_KEY) is set, else the offline reader. An LLM's value is used only where it quotes "
+            "the spec's words for it (shown in the review table); the offline reader plans instead when the LLM's "
+            "API fails, and says so."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Plan only: print the TaskSpec, write nothing."),
         as_json: bool = typer.Option(False, "--json", help="Print the TaskSpec as JSON."),
         force: bool = typer.Option(False, "--force", help="Overwrite files in a non-empty --out folder."),
@@ -50,7 +54,7 @@ def register(app: typer.Typer) -> None:
         What the planner could not place in the plan is printed as "not understood" before anything is
         written; every default it took is printed as a note."""
         from vibe_rl.errors import PlannerError
-        from vibe_rl.planner import load_plan, plan_reviewed, resolve
+        from vibe_rl.planner import load_plan, plan_full
         from vibe_rl.planner import review as reviewing
         from vibe_rl.scaffold.render import render_project
 
@@ -89,7 +93,7 @@ def register(app: typer.Typer) -> None:
                     raise PlannerError(f"--spec-file {spec_file} is not a regular file (a device or a pipe?). Save "
                                        "the spec to a file and pass that, or pass it as an argument.")
                 spec = read_spec(spec_file)
-            (task, rows), used = plan_reviewed(spec, planner=planner, name=name, family=family), resolve(planner)
+            task, rows, used = plan_full(spec, planner=planner, name=name, family=family)
         _show(task, used, as_json)
         for line in reviewing.table(rows):  # field, value, from: a wrong value is visible at a glance
             typer.echo(line, err=as_json)
@@ -109,7 +113,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {len(files)} files to {target}:")
             for path in files:
                 typer.echo(f"  {path.relative_to(target)}")
-        if task.family == "turn_based" and plan_file is None and used != "offline":
+        if task.family == "turn_based" and plan_file is None and not used.startswith("offline"):
             from vibe_rl.planner.rules_writer import chat_for, write_rules
 
             write_rules(target, spec, chat_for(used), max_rounds=rules_rounds,

@@ -1,8 +1,10 @@
 """Natural language -> TaskSpec. Planners are chosen by a short name and imported lazily.
 
 - `offline`: keyword and regex rules (vibe_rl.planner.offline), no network.
-- `openai` / `anthropic`: the official SDKs with structured output against the TaskSpec JSON schema.
-- `auto`: an LLM planner when OPENAI_API_KEY or ANTHROPIC_API_KEY is set, else offline.
+- `openai` / `anthropic`: the official SDKs with structured output: a TaskSpec plus, for every value it sets,
+  the words of the spec it quotes; a value whose quote is not in the spec is not used (vibe_rl.planner.quotes).
+- `auto`: an LLM planner when OPENAI_API_KEY or ANTHROPIC_API_KEY is set, else offline; offline also when the
+  LLM's API fails (the plan's first note says so).
 """
 
 from __future__ import annotations
@@ -47,35 +49,48 @@ def get_planner(name: str = "auto", **kwargs) -> Planner:
 
 
 def plan(text: str, planner: str = "auto", name: str | None = None, family: str | None = None) -> TaskSpec:
-    """Plan `text`; `name` overrides the project slug; `family` skips keyword matching and applies that family's
-    offline rules (for `turn_based` with an LLM planner, `vibe-rl new` then lets the LLM write the game's rules)."""
+    """Plan `text`; `name` overrides the project slug; `family` skips keyword matching (the LLM is told the
+    family; offline, that family's rules apply; for `turn_based` with an LLM, `vibe-rl new` then lets the LLM
+    write the game's rules)."""
     return plan_reviewed(text, planner, name, family)[0]
 
 
 def plan_reviewed(text: str, planner: str = "auto", name: str | None = None,
                   family: str | None = None) -> tuple[TaskSpec, list[dict]]:
     """`plan`, plus where each value came from (vibe_rl.planner.review: the rows `vibe-rl new` prints)."""
+    spec, rows, _ = plan_full(text, planner, name, family)
+    return spec, rows
+
+
+def plan_full(text: str, planner: str = "auto", name: str | None = None,
+              family: str | None = None) -> tuple[TaskSpec, list[dict], str]:
+    """(plan, review rows, the planner that made it). An LLM planner is the first choice when its key is set
+    (`auto`); every value it sets must quote the spec (vibe_rl.planner.quotes). When its API fails, or gives no
+    valid answer, the offline reader plans instead and the plan's first note says so."""
+    from vibe_rl.planner.llm import PlannerUnavailable
+
+    chosen = resolve(planner)
+    fallback: list[str] = []
+    if chosen != "offline":
+        from vibe_rl.planner.quotes import check
+
+        try:
+            llm_spec, quotes = get_planner(chosen).plan_quoted(text, family=family)
+        except PlannerUnavailable as exc:
+            fallback = [f"The {chosen} planner could not plan this spec ({exc}): planned by the offline reader "
+                        "instead."]
+        else:
+            spec, rows = check(llm_spec, quotes, text)
+            return _renamed(spec, name), rows, chosen
+    from vibe_rl.planner.offline import OfflinePlanner
     from vibe_rl.planner.review import review
 
-    if family is not None or resolve(planner) == "offline":  # the family's own rules fill the numbers
-        from vibe_rl.planner.offline import OfflinePlanner
-
-        offline = OfflinePlanner()
-        spec = offline.plan(text, family=family)
-        spec = _renamed(spec, name)
-        return spec, review(spec, text, "offline", offline.read)
-    spec = _renamed(_with_missing_names(get_planner(planner).plan(text), text), name)
-    return spec, review(spec, text, resolve(planner))
-
-
-def _with_missing_names(spec: TaskSpec, text: str) -> TaskSpec:
-    """An LLM's plan plus the clauses whose paths, URLs, env vars or model names it left out (numbers cannot be
-    checked without the offline planner's marks)."""
-    from vibe_rl.planner.text import SpecText, strings_of
-
-    missing = SpecText(text).unparsed(strings_of(spec.model_dump(mode="json")), numbers=False)
-    extra = [clause for clause in missing if clause not in spec.unparsed]
-    return spec.model_copy(update={"unparsed": [*spec.unparsed, *extra]}) if extra else spec
+    offline = OfflinePlanner()
+    spec = offline.plan(text, family=family)
+    if fallback:
+        spec = spec.model_copy(update={"notes": [*fallback, *spec.notes]})
+    spec = _renamed(spec, name)
+    return spec, review(spec, text, "offline", offline.read), "offline (fallback)" if fallback else "offline"
 
 
 def _renamed(spec: TaskSpec, name: str | None) -> TaskSpec:

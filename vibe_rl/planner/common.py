@@ -80,11 +80,32 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
     "learner_seat: 1": a spec in the plan's own words is read exactly), else note its default."""
     if found is None and name in manifest.parameters:
         found = _keyed(facts, name)
+    if found is None and name in manifest.parameters:
+        found = tabled(facts, name, manifest, notes)
     if found is not None:
         game[name] = facts.use(found)
         facts.src.source(f"game.{name}", found.start, found.end)
     elif name in manifest.parameters:
         notes.append(f"No {what} given: using {name} = {manifest.parameters[name].default}.")
+
+
+def tabled(facts: Facts, name: str, manifest: Manifest, notes: list[str], rows: list | None = None) -> Found | None:
+    """The parameter's row of the family's table (manifest `parameters.<name>.words`, else the shared GAME rows;
+    or `rows`), read by the one table reader; the value's span is its source."""
+    from vibe_rl.planner.fields import GAME
+    from vibe_rl.planner.table import Row, read
+
+    param = manifest.parameters[name]
+    w = param.words
+    rows = rows or [Row(name, tuple(w.en), tuple(w.zh), type(param.default) if isinstance(param.default, float) else int,
+                param.min, param.max, tuple(w.unit), tuple(w.after))] if w else [r for r in GAME if r.field == name]
+    if not rows:
+        return None
+    value = read(facts.src, rows, notes, facts.claimed, prefix="game.").get(name)
+    if value is None:
+        return None
+    start, end = facts.src.sources[f"game.{name}"]
+    return Found(value, start, end)
 
 
 def _keyed(facts: Facts, name: str) -> Found | None:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vibe_rl.planner.fields import FIELDS
+from vibe_rl.planner.fields import TRAINING
 from vibe_rl.planner.servers import EACH_SERVER, GPU, PER_SERVER, TOTAL
+from vibe_rl.planner.table import patterns as row_patterns
 from vibe_rl.planner.text import CN_NUMBER, MODEL_NAME, NUM, WORD_NUMBER
 
 MARKERS = (r"\bactually\b[,，]?|\bno[,，]?\s+wait\b[,，:]?|\bwait\s*[,，:—]|\bmake\s+(?:that|it)\b|\bscratch\s+that\b[,，]?|"
@@ -31,7 +32,7 @@ _SEGMENT_END = re.compile(r"\n|[,，;。；!?！？]|\.(?=\s|$)")
 _BARE = (rf"\A[\s,，:：]*(?:(?:to|it'?s|is|be|use|it|为|用|成)\s*)*(\d+(?:\.\d+)?(?:e[-+]?\d+)?|{CN_NUMBER}|{WORD_NUMBER})"
          r"\s*(?=$|[,，;；.。!?！？\n])")
 
-KINDS: dict[str, list[str]] = {name: patterns for name, (patterns, _) in FIELDS.items()}
+KINDS: dict[str, list[str]] = {row.field: row_patterns(row) for row in TRAINING}
 KINDS.update({
     "GPU count": [GPU],
     "players": [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局)", rf"(?:players?|玩家)\s*(?:[:：=]|为)?\s*{NUM}"],

@@ -13,21 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.planner.counts import read_count
-from vibe_rl.planner.fields import IS as _IS
 from vibe_rl.planner.fields import read_fields, unplaced_notes
 from vibe_rl.planner.servers import GpuFacts, ServerFacts, gpu_facts, server_facts
 from vibe_rl.planner.statics import judge_context, mentions, static_models
-from vibe_rl.planner.text import MODEL_NAME, NUM, Found, SpecText
+from vibe_rl.planner.text import MODEL_NAME, Found, SpecText
 from vibe_rl.schema.job import StaticModel
 
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 # English words whole: "close" holds no "lose", "twins" no "wins"
 WIN_WORDS = r"胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
 LOSS_WORDS = r"[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b|\bothers(?=\s*[:：=]?\s*[-+]?\d)"
-# What a mock dataset holds ("mock 64 sentence pairs", "生成 50 篇论文", "100 mock papers")
-_ITEMS = (r"games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|documents|docs|"
-          r"abstracts|papers|articles|texts|passages|prompts|questions|problems|puzzles|items|records|entries|cases|"
-          r"scenarios|dialogues|conversations|stories|seeds|boards|levels|对局|局|个任务|条|段|对|句|篇|道题|个问题")
 # ASCII word boundaries: a CJK neighbour is a boundary ("奖励为1", "失败为0")
 _SIGNED = r"(?<![A-Za-z0-9_.])([-+]?\d+(?:\.\d+)?)(?![A-Za-z0-9_.]*[%/]?[A-Za-z0-9_])"
 
@@ -48,9 +43,6 @@ class Facts:
     max_tokens: int | None = None
     max_model_len: int | None = None
     model_size: str | None = None  # "7" of "a 7B model": said, though no path names the model
-    rounds: Found | None = None
-    days: Found | None = None
-    num_tasks: Found | None = None
     win: float | None = None
     loss: float | None = None
     no_chinese: bool = False
@@ -198,12 +190,6 @@ def extract(text: str) -> Facts:
     for name, value in read_fields(src, facts.notes).items():
         setattr(facts, name, value)
     facts.notes += unplaced_notes(src)
-    facts.rounds = facts.find(rf"(?:max[\s_-]*rounds{_IS}|最多|至多|at most|up to)?\s*(?<![每第同]){NUM}\s*(?:rounds?|轮)",
-                              rf"(?:max[\s_-]*)?(?<![A-Za-z])(?:rounds?|轮数)\s*[:：=]?\s*(?:at most|up to|最多)?\s*{NUM}")
-    facts.days = facts.find(rf"(?:max[\s_-]*days{_IS}|最多|至多|at most|up to)?\s*(?<![每第同白]){NUM}\s*(?:days?|天)",
-                            rf"(?:max[\s_-]*)?(?:days|天数)\s*[:：=]\s*(?:at most|up to|最多)?\s*{NUM}")
-    facts.num_tasks = facts.find(rf"num[\s_-]*tasks{_IS}{NUM}|(?:mock|generate|simulate|生成|造|模拟)\D{{0,12}}?{NUM}\s*(?:{_ITEMS})",
-                                 rf"{NUM}\s+(?:mock|synthetic|generated|simulated)\s+(?:{_ITEMS})")  # "100 mock papers"
     facts.static_models = static_models(src)
     facts.judges = [m for _, m in facts.static_models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
                     if all(judge_context(text, *x.span()) for x in mentions(text, m.name))]

@@ -17,82 +17,79 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vibe_rl.planner.text import NUM, SIGNED_NUM, SpecText, to_int
+from vibe_rl.planner.table import Row, read
+from vibe_rl.planner.text import SpecText
 
 IS = r"\s*(?:of|is|=|:|：|为|是|设为|设置为|to|at)?\s*(?:(?:around|about|roughly|approximately|approx\.?|circa|~|≈|still|大约|大概|约|还是|仍是|仍然|依旧|照旧)\s*)?"
-FLOAT = r"(-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?!\d|\.\d)"
 _NOT_MICRO = r"(?<!micro)(?<!mini)(?<!micro[\s_-])(?<!mini[\s_-])(?<!ppo[\s_-])"
 _SAMPLE = r"(?:rollouts?|episodes?|samples?|games?|plays?|generations?|completions?|responses?|trajectories|attempts)"
 _PER_TASK = r"(?:task|prompt|group|seed|question|problem|query|game|deal|puzzle)"
-# "N steps" alone in its comma part ("who is spy, 8 GPUs, 100 steps.", "use 200 steps", "，200 步，"); with any
-# other word ("warmup 10 steps", "save every 50 steps") it is not the step limit
-_BARE_STEPS = (rf"(?:\A|(?<=[\n,，;；:：。(（])|(?<=\.\s))\s*(?:(?:please|then|just|use|run|train|training|for|do|with|"
-               rf"it|total|of|训练|跑|用|共|总共)\s*)*{NUM}\s*(?:steps|步)(?=\s*(?:\Z|[\n,，.;；。!)）]))")
+_N = r"(?:\d+|[零一二两三四五六七八九十百千万]+|[a-z]+(?:-[a-z]+)?)"  # a number ahead, in any of its forms
+_ALONE = r"(?=\s+"+_N+r"(?:\s*$|\s*[\n,，;；)）]|\.(?!\d)))"  # a bare key whose number ends its comma part
+_START = r"(?:^|(?<=[\n,，;；(（]))\s*"
 _STEPS = r"(?:training\s+|gradient\s+|weight\s+|optimi[sz]er\s+|rl\s+|grpo\s+)?(?:steps|updates|iterations)"
+_PER_STEP = r"(?:per|每|an?|each)\s*(?:batch|update|step|批|iteration|training step|weight update)"
 
-FIELDS: dict[str, tuple[list[str], Any]] = {
-    "batch_size": ([
-        rf"{_NOT_MICRO}(?:batch[\s_-]*size|batchsize|\bbs\b|\bbsz\b|\bbatch(?:\s+of)?|批大小|批次大小|批量大小|批量|batch\s*大小)"
-        rf"{IS}{SIGNED_NUM}",
-        rf"(?:tasks|groups|prompts)\s+per\s+(?:batch|update|step){IS}{SIGNED_NUM}",
-        rf"{NUM}\s*(?:tasks|groups|games|prompts|questions|seeds|个任务|个\s*prompts?|组)\s*(?:per|每|an?|each)\s*"
-        rf"(?:batch|update|step|批|iteration|training step|weight update)",
-        rf"每(?:批|次更新|步|个\s*step)\s*{NUM}\s*(?:个任务|组|局|个\s*prompts?|个题)",
-    ], to_int),
-    "grpo_n": ([
-        rf"(?:grpo[\s_-]*n|num[\s_-]*repeats?|n[\s_-]*repeat|group[\s_-]*size|组大小|每组|num[\s_-]*generations|"
-        rf"n[\s_-]*samples[\s_-]*per[\s_-]*prompt|num[\s_-]*samples|\bn[\s_-]samples\b|(?-i:\bG(?=\s*[=:：]))|rollout\.n\b|\bn(?=\s*[=:：])|\bgroup(?=\s*[=:：])|"
-        rf"{_SAMPLE}[\s_-]+per[\s_-]+{_PER_TASK}|每组(?:采样|样本数)){IS}{SIGNED_NUM}",
-        rf"{NUM}\s*{_SAMPLE}\s*(?:per|for each|each|/|an?)\s*{_PER_TASK}",
-        rf"\bgroups?\s+of\s+{NUM}\b",
-        # "each prompt gets 8 rollouts", "repeat each game 8 times", "every task is sampled 8 times", "每局重复 8 次"
-        rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:gets|has|runs|with|is\s+given)\s+{NUM}\s*{_SAMPLE}",
-        rf"(?:repeat|sample|play|run|roll\s*out)\w*\s+(?:each|every)\s+(?:{_PER_TASK}|game)\s+{NUM}\s+times",
-        rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:is\s+)?(?:repeated|sampled|played|run|rolled\s+out)\s+{NUM}\s+times",
-        rf"每一?(?:局|盘|场)(?:游戏|对局)?\s*(?:重复|采样|跑|玩|rollout|生成)\s*{NUM}\s*(?:次|遍)",
-        rf"每一?(?:局|盘|场|个?\s*(?:任务|题|prompts?|问题))(?:游戏|对局)?\s*{NUM}\s*(?:次|遍|条)\s*(?:采样|rollouts?|重复|生成)",
-        # "batch of 32 games, 4 samples each": a sample count with "each" alone in its comma part
-        rf"(?:\A|(?<=[\n,，;；(（]))\s*{NUM}\s*{_SAMPLE}\s+(?:each|apiece)(?=\s*(?:\Z|[\n,，;；)）]|\.(?!\d)))",
-        # "batch 16, group 8" / "bs 32, n eight": a bare "n" or "group" and a number alone in their comma part
-        rf"(?:\A|(?<=[\n,，;；(（]))\s*(?:n|group)\s+{NUM}(?=\s*(?:\Z|[\n,，;；)）]|\.(?!\d)))",
-        rf"每个?\s*(?:任务|题|种子|prompts?|提示词?|问题)\s*(?:采样|跑|玩|重复|rollout|生成)?\s*{NUM}\s*(?:次|局|条|个|遍)",
-    ], to_int),
-    "save_freq": ([
-        rf"(?:save[\s_-]*freq\w*|save_every|save[\s_-]*steps|save[\s_-]*interval|ckpt[\s_-]*(?:interval|freq\w*)|"
-        rf"checkpoint[\s_-]*(?:interval|freq\w*)|保存频率|保存间隔){IS}{SIGNED_NUM}",
-        rf"(?:save|checkpoint|ckpt)\w*(?:\s+(?:a|the))?(?:\s+(?:checkpoint|ckpt|model|weights))?\s+every\s+{NUM}\s*"
-        rf"(?:steps?|updates?)?",
-        rf"每(?:隔)?\s*{NUM}\s*步\s*(?:保存|存)",
-    ], to_int),
-    "total_steps": ([
-        rf"(?:total[\s_-]*(?:training[\s_-]*)?(?:steps|updates)|max[\s_-]*steps|num[\s_-]*(?:training[\s_-]*)?steps|"
-        rf"training[\s_-]*steps|train[\s_-]*steps|总步数|训练步数|最大步数|(?<!热身)(?<!预热)(?<!保存)(?<!评估)(?<!日志)(?<!间隔)步数|(?<!warmup )(?<!warm-up )\bsteps(?=\s*[=:：])){IS}{SIGNED_NUM}",
-        rf"(?:train|stop|end|finish|halt|run)\w*(?:\s+(?:training|it))?\s+(?:for|after|at)\s+{NUM}\s*{_STEPS}",
-        rf"(?:^|(?<=[,.;，。；:：]))\s*steps\s+{NUM}(?!\w|\.\d)(?!\s*(?:per|each|of|times|x\b))",  # "..., steps 300."
-        rf"\btotal(?:\s+of)?\s+{NUM}\s*{_STEPS}",
-        rf"{NUM}\s*{_STEPS}\s+(?:in\s+)?total",
-        rf"{NUM}\s*{_STEPS}\s+of\s+training",
-        rf"{NUM}\s*(?:training|gradient|weight|optimi[sz]er|rl|grpo)\s+(?:steps|updates|iterations)",
-        rf"(?:训练|跑)\s*{NUM}\s*(?:步|个?\s*steps?)", rf"(?:总共|共)\s*{NUM}\s*步",
-        _BARE_STEPS,
-    ], to_int),
-    "lr": ([rf"(?:\blr\b|learning[\s_-]*rate|学习率){IS}{FLOAT}"], float),
-    "temperature": ([rf"(?:temperature|\btemp\b|温度){IS}{FLOAT}"], float),
-    "max_tokens": ([
-        rf"(?:max[\s_-]*(?:new[\s_-]*)?tokens|max[\s_-]*(?:completion|response|generation|output|answer)[\s_-]*"
-        rf"(?:length|len|tokens)|response[\s_-]*length|最大生成长度|最大\s*tokens?(?:\s*数)?|最大输出长度|最大回复长度|"
-        rf"最大生成\s*token\s*数?){IS}(-?\d+)",
-        rf"max[\s_-]*(?:new[\s_-]*)?tokens\s+(?:per|for each|each|an?)\s+(?:answer|reply|response|turn|call|message|"
-        rf"generation|completion){IS}(-?\d+)",
-        rf"(?:answers?|replies|responses?|outputs?|generations?|completions?)\s*(?:of|capped at|limited to|up to|"
-        rf"at most|<=|≤)\s*{NUM}\s*tokens",
-        rf"(?:up to|at most|max(?:imum)?|no more than|最多)\s*{NUM}\s*tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|"
-        rf"message|generation)",
-    ], to_int),
-    "max_model_len": ([
-        rf"(?:max[\s_-]*model[\s_-]*len(?:gth)?|context[\s_-]*(?:length|len|window)|上下文长度){IS}(\d+)",
-    ], to_int),
-}
+# The training fields (TaskSpec.training): one row each. Words are regex fragments (vibe_rl.planner.table).
+TRAINING = [
+    Row("batch_size", en=(rf"{_NOT_MICRO}batch[\s_-]*size", "batchsize", "bs", "bsz", rf"{_NOT_MICRO}batch(?:\s+of)?",
+                          r"(?:tasks|groups|prompts)\s+per\s+(?:batch|update|step)"),
+        zh=("批大小", "批次大小", "批量大小", "批量", r"batch\s*大小", r"每(?:批|次更新|步|个\s*step)(?=\s*"+_N+r"\s*(?:个任务|组|局|个\s*prompts?|个题))"),
+        after=(rf"(?:tasks|groups|games|prompts|questions|seeds|个任务|个\s*prompts?|组)\s*{_PER_STEP}",)),
+    Row("grpo_n", en=(r"grpo[\s_-]*n", r"num[\s_-]*repeats?", r"n[\s_-]*repeat", r"group[\s_-]*size", r"num[\s_-]*generations",
+                      r"n[\s_-]*samples[\s_-]*per[\s_-]*prompt", r"num[\s_-]*samples", r"n[\s_-]samples", r"(?-i:G)(?=\s*[=:：])",
+                      r"rollout\.n", r"n(?=\s*[=:：])", r"group(?=\s*[=:：])", rf"{_SAMPLE}[\s_-]+per[\s_-]+{_PER_TASK}",
+                      r"groups?\s+of", rf"{_START}(?:n|group){_ALONE}",
+                      rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:gets|has|runs|with|is\s+given)(?=\s+"+_N+rf"\s*{_SAMPLE})",
+                      rf"(?:repeat|sample|play|run|roll\s*out)\w*\s+(?:each|every)\s+(?:{_PER_TASK}|game)(?=\s+"+_N+r"\s+times)",
+                      rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:is\s+)?(?:repeated|sampled|played|run|rolled\s+out)(?=\s+"+_N+r"\s+times)"),
+        zh=("组大小", "每组(?:采样|样本数)?", r"每一?(?:局|盘|场)(?:游戏|对局)?\s*(?:重复|采样|跑|玩|rollout|生成)(?=\s*"+_N+r"\s*(?:次|遍))",
+            r"每一?(?:局|盘|场|个?\s*(?:任务|题|prompts?|问题))(?:游戏|对局)?(?=\s*"+_N+r"\s*(?:次|遍|条)\s*(?:采样|rollouts?|重复|生成))",
+            r"每个?\s*(?:任务|题|种子|prompts?|提示词?|问题)\s*(?:采样|跑|玩|重复|rollout|生成)?(?=\s*"+_N+r"\s*(?:次|局|条|个|遍))"),
+        after=(rf"{_SAMPLE}\s*(?:per|for each|each|/|an?)\s*{_PER_TASK}",
+               rf"{_SAMPLE}\s+(?:each|apiece)(?=\s*(?:$|[\n,，;；)）]|\.(?!\d)))")),
+    Row("save_freq", en=(r"save[\s_-]*freq\w*", "save_every", r"save[\s_-]*steps", r"save[\s_-]*interval",
+                         r"ckpt[\s_-]*(?:interval|freq\w*)", r"checkpoint[\s_-]*(?:interval|freq\w*)",
+                         r"(?:save|checkpoint|ckpt)\w*(?:\s+(?:a|the))?(?:\s+(?:checkpoint|ckpt|model|weights))?\s+every"),
+        zh=("保存频率", "保存间隔", r"每(?:隔)?(?=\s*"+_N+r"\s*步\s*(?:保存|存))"), unit=("steps?", "updates?", r"步\s*(?:保存|存)")),
+    Row("total_steps", en=(r"total[\s_-]*(?:training[\s_-]*)?(?:steps|updates)", r"max[\s_-]*steps",
+                           r"num[\s_-]*(?:training[\s_-]*)?steps", r"training[\s_-]*steps", r"train[\s_-]*steps",
+                           r"(?<!warmup )(?<!warm-up )(?<!_)steps(?=\s*[=:：])", r"(?:^|(?<=[\n,.;，。；:：]))\s*steps(?=\s+\d+(?!\w|\.\d)(?!\s*(?:per|each|of|times|x\b)))",
+                           r"(?:train|stop|end|finish|halt|run)\w*(?:\s+(?:training|it))?\s+(?:for|after|at)(?=\s+"+_N+r"\s*" + _STEPS + ")",
+                           r"total(?:\s+of)?(?=\s+"+_N+r"\s*" + _STEPS + ")"),
+        zh=("总步数", "训练步数", "最大步数", r"(?<!热身)(?<!预热)(?<!保存)(?<!评估)(?<!日志)(?<!间隔)步数",
+            r"(?:训练|跑)(?=\s*"+_N+r"\s*(?:步|个?\s*steps?))", r"(?:总共|共)(?=\s*"+_N+r"\s*步)",
+            # "N steps" alone in its comma part ("who is spy, 8 GPUs, 100 steps.", "，200 步，"), after a verb at most
+            r"(?:\A|(?<=[\n,，;；:：。(（])|(?<=\.\s))\s*(?:(?:please|then|just|use|run|train|training|for|do|with|it|total|of|"
+            r"训练|跑|用|共|总共)\s*)*(?="+_N+r"\s*(?:steps|步)(?=\s*(?:\Z|[\n,，.;；。!)）])))"),
+        unit=(_STEPS, "步", r"个?\s*steps?"),
+        after=(rf"{_STEPS}\s+(?:in\s+)?total", rf"{_STEPS}\s+of\s+training",
+               r"(?:training|gradient|weight|optimi[sz]er|rl|grpo)\s+(?:steps|updates|iterations)")),
+    Row("lr", en=("lr", r"learning[\s_-]*rate"), zh=("学习率",), type=float),
+    Row("temperature", en=("temperature", "temp"), zh=("温度",), type=float),
+    Row("max_tokens", en=(r"max[\s_-]*(?:new[\s_-]*)?tokens(?:\s+(?:per|for each|each|an?)\s+(?:answer|reply|response|turn|call|"
+                          r"message|generation|completion))?",
+                          r"max[\s_-]*(?:completion|response|generation|output|answer)[\s_-]*(?:length|len|tokens)",
+                          r"response[\s_-]*length",
+                          r"(?:answers?|replies|responses?|outputs?|generations?|completions?)\s*(?:of|capped at|limited to|"
+                          r"up to|at most|<=|≤)(?=\s*"+_N+r"\s*tokens)"),
+        zh=("最大生成长度", r"最大\s*tokens?(?:\s*数)?", "最大输出长度", "最大回复长度", r"最大生成\s*token\s*数?"),
+        unit=("tokens",),
+        after=(r"tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|message|generation)",)),
+    Row("max_model_len", en=(r"max[\s_-]*model[\s_-]*len(?:gth)?", r"context[\s_-]*(?:length|len|window)"), zh=("上下文长度",)),
+]
+
+# What a mock dataset holds ("mock 64 sentence pairs", "生成 50 篇论文", "100 mock papers")
+_ITEMS = (r"games|tasks|paragraphs|(?:sentence\s+|translation\s+)?pairs|sentences|examples|clauses|documents|docs|"
+          r"abstracts|papers|articles|texts|passages|prompts|questions|problems|puzzles|items|records|entries|cases|"
+          r"scenarios|dialogues|conversations|stories|seeds|boards|levels|对局|局|个任务|条|段|对|句|篇|道题|个问题")
+# Game parameters every family may have (a family's own rows are in its manifest: parameters.<name>.words)
+GAME = [
+    Row("num_tasks", en=(r"num[\s_-]*tasks",),
+        zh=(rf"(?:(?<![A-Za-z])(?:mock|generate|simulate)|生成|造|模拟)[^\d\n,.;，。；]{{0,12}}?(?=\d+\s*(?:{_ITEMS}))",),
+        unit=(_ITEMS,),
+        after=(rf"(?:mock|synthetic|generated|simulated)\s+(?:{_ITEMS})",)),
+]
 
 # Settings people name that the plan has no field for: (pattern, what to do). Their numbers stay unparsed.
 UNPLACED = [
@@ -133,27 +130,7 @@ UNPLACED = [
 
 def read_fields(src: SpecText, notes: list[str]) -> dict[str, Any]:
     """Every training field the spec gives (marked as understood); conflicts noted and left unmarked."""
-    values: dict[str, Any] = {}
-    for name, (patterns, cast) in FIELDS.items():
-        found: list[tuple[int, int, Any]] = []
-        for pattern in patterns:
-            for m in src.finditer(pattern):
-                if "\n" in m.group().strip() or any(a < m.end() and m.start() < b for a, b, _ in found):
-                    continue
-                found.append((m.start(), m.end(), cast(next(g for g in m.groups() if g is not None))))
-        if not found:
-            continue
-        first = found[0]  # the first pattern's first match: the most explicit phrasing
-        values[name] = first[2]
-        src.source(f"training.{name}", first[0], first[1])
-        others = sorted({v for _, _, v in found[1:] if v != first[2]}, key=str)
-        for start, end, value in found:
-            if value == first[2]:
-                src.mark(start, end)
-        if others:
-            notes.append(f"The spec gives {name} more than once ({', '.join(map(str, [first[2], *others]))}): "
-                         f"using {first[2]}; the others are listed as not understood. Say it once.")
-    return values
+    return read(src, TRAINING, notes, prefix="training.")
 
 
 def unplaced_notes(src: SpecText) -> list[str]:

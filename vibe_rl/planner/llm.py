@@ -1,5 +1,8 @@
-"""Shared loop of the LLM planners: ask for a TaskSpec, validate it (schema, family, renderable), and on a
-malformed answer ask again with the validation error, a bounded number of times."""
+"""Shared loop of the LLM planners: ask for a TaskSpec with a quote of the spec for every value it sets,
+validate it (schema, family, renderable), and on a malformed answer ask again with the validation error, a
+bounded number of times. The quotes are checked against the spec by vibe_rl.planner.quotes (a value whose
+quote is missing or not in the spec is not used). An API that cannot be reached raises PlannerUnavailable, so
+the caller can fall back to the offline reader."""
 
 from __future__ import annotations
 
@@ -15,18 +18,27 @@ from vibe_rl.scaffold.families import list_families, load_family
 from vibe_rl.scaffold.render import render_files
 from vibe_rl.schema.spec import TaskSpec
 
-INSTRUCTIONS = """You turn a researcher's description of an RL training task into a TaskSpec JSON object that
-matches the given JSON schema exactly. Pick `family` from the template families below; copy the structure of
+INSTRUCTIONS = """You turn a researcher's description of an RL training task into a JSON object
+{"plan": <TaskSpec>, "quotes": {<field>: <words of the description>}} that matches the given JSON schema exactly. Pick `family` from the template families below; copy the structure of
 the family's example and change only what the description asks for (model path, GPUs, batch size, group size,
 which team plays which model, static opponent models with their base_url and api_key_env, reward). Keep
 server names, mode names, scripts and roles as in the example; leave out a mode the description excludes.
 Never invent a value: write every default you pick into `notes`, and copy into `unparsed` each clause whose
 number, path, env var or model name you could not place in the TaskSpec. If the description fits none of the
-families, answer {"family": "none", "notes": ["<why>"]} instead of forcing one. Answer with the JSON object only."""
+families, answer {"plan": {"family": "none", "notes": ["<why>"]}} instead of forcing one.
+
+`quotes` proves every value you set: for each field whose value is not the family example's default, give the
+exact words of the description that state it, copied verbatim (a number must appear in its quote; a path or a
+model name too). Fields are named as: family, gpus, game.<parameter>, servers.<i>.model_path, servers.<i>.port,
+servers.<i>.gpus, static_models.<i>.name, training.<field>, reward.win, reward.loss, modes (the mode list),
+wire.<mode>.<role> (the model that plays a role in a mode). A value without a quote from the description, or
+one quoted from a background sentence (another or an earlier training), is not used: keep the default and copy
+the clause into `unparsed` instead. Answer with the JSON object only."""
 
 
 def system_prompt() -> str:
     from vibe_rl.planner.offline import OfflinePlanner
+    from vibe_rl.planner.review import review
 
     parts = [INSTRUCTIONS, "", "Template families:"]
     for manifest in list_families():
@@ -36,24 +48,46 @@ def system_prompt() -> str:
                      + json.dumps({k: p.model_dump() for k, p in manifest.parameters.items()}))
         for example in manifest.examples[:1]:
             try:
-                spec = OfflinePlanner().plan((manifest.path / example).read_text(encoding="utf-8"))
-                parts.append("example TaskSpec:\n" + spec.model_dump_json())
+                text = (manifest.path / example).read_text(encoding="utf-8")
+                planner = OfflinePlanner()
+                spec = planner.plan(text)
             except (VibeRLError, ValueError, OSError):  # an example the offline rules cannot read is not shown
                 continue
+            rows = review(spec, text, "offline", planner.read)
+            quotes = {r["field"]: r["span"] for r in rows if r["from"] == "spec" and r["span"] in text}
+            parts.append(f"example description:\n{text}\nexample answer:\n"
+                         + json.dumps({"plan": spec.model_dump(mode="json"), "quotes": quotes}, ensure_ascii=False))
     return "\n".join(parts)
 
 
 def schema() -> dict[str, Any]:
-    return TaskSpec.model_json_schema()
+    """The answer's JSON schema: {"plan": TaskSpec, "quotes": {field: words of the spec}}."""
+    plan = TaskSpec.model_json_schema()
+    defs = plan.pop("$defs", {})
+    return {"title": "QuotedTaskSpec", "type": "object", "$defs": defs, "required": ["plan", "quotes"],
+            "properties": {"plan": plan, "quotes": {"type": "object", "additionalProperties": {"type": "string"},
+                                                    "description": "field -> the spec's words that state its value"}}}
 
 
-def parse(raw: str) -> TaskSpec:
-    """Validate one answer; raises ValueError with a message fit to send back to the model."""
+class PlannerUnavailable(PlannerError):
+    """The LLM API could not be used (no connection, an HTTP error, no valid answer): fall back to offline."""
+
+
+def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]]:
+    """Validate one answer -> (the TaskSpec, its quotes); raises ValueError with a message fit to send back to
+    the model. A bare TaskSpec (no "plan" key) is read as a plan without quotes."""
     text = re.sub(r"^```(?:json)?\s*|\s*```$", "", raw.strip())
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc}); reply with one JSON object") from exc
+    quotes: dict[str, str] = {}
+    if isinstance(data, dict) and isinstance(data.get("plan"), dict):
+        raw_quotes = data.get("quotes") or {}
+        if not isinstance(raw_quotes, dict):
+            raise ValueError('"quotes" must be an object: field -> the words of the description that state it')
+        quotes = {str(k): str(v) for k, v in raw_quotes.items() if isinstance(v, (str, int, float))}
+        data = data["plan"]
     if isinstance(data, dict) and data.get("family") in ("none", None, ""):
         from vibe_rl.planner.offline import HOW_TO_GO_FURTHER
         from vibe_rl.scaffold.families import supported_text
@@ -68,7 +102,9 @@ def parse(raw: str) -> TaskSpec:
         raise ValueError(f"the JSON does not match the TaskSpec schema: {field_errors(exc)}") from exc
     except TemplateError as exc:
         raise ValueError(f"the TaskSpec cannot be rendered: {exc}") from exc
-    return spec
+    if family is not None and spec.family != family:
+        raise ValueError(f"the family must be {family} (the user chose it), not {spec.family}")
+    return spec, quotes
 
 
 class LLMPlanner(ABC):
@@ -82,21 +118,32 @@ class LLMPlanner(ABC):
         self.max_attempts = max_attempts
         self.client_kwargs = client_kwargs
 
-    def plan(self, text: str) -> TaskSpec:
+    def plan(self, text: str, family: str | None = None) -> TaskSpec:
+        """The LLM's answer as it is (its quotes unchecked): `plan_quoted` is what vibe-rl new uses."""
+        return self.plan_quoted(text, family)[0]
+
+    def plan_quoted(self, text: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]]:
+        """(the LLM's TaskSpec, its quotes); PlannerUnavailable when the API fails or gives no valid answer."""
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task to train.")
-        messages = self._start(text)
+        messages = self._start(text if family is None else f"{text}\n\n(Plan it as the {family} family.)")
         error = ""
         for _ in range(self.max_attempts):
-            raw, reply = self._ask(messages)
             try:
-                return parse(raw)
+                raw, reply = self._ask(messages)
+            except Exception as exc:  # noqa: BLE001 - the SDK's connection/HTTP errors: the caller falls back
+                if isinstance(exc, PlannerError):
+                    raise
+                raise PlannerUnavailable(f"the {self.name} API failed: {type(exc).__name__}: "
+                                         f"{str(exc)[:300]}") from exc
+            try:
+                return parse(raw, family)
             except PlannerError:  # the model says no family fits: retrying will not help
                 raise
             except ValueError as exc:
                 error = str(exc)
                 messages = messages + reply + self._retry(reply, error)
-        raise PlannerError(f"The {self.name} planner gave no valid TaskSpec in {self.max_attempts} attempts. "
+        raise PlannerUnavailable(f"The {self.name} planner gave no valid TaskSpec in {self.max_attempts} attempts. "
                            f"Last problem: {error[:1500]}\nTry --planner offline, or make the spec more explicit.")
 
     def _start(self, text: str) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""TaskSpec planning with the official OpenAI SDK (structured output: response_format json_schema).
+"""TaskSpec planning with the official OpenAI SDK (structured output: response_format json_schema,
+a TaskSpec with a quote of the spec for each value).
 
 Env: OPENAI_API_KEY, optional OPENAI_BASE_URL (any OpenAI-compatible server), VIBE_RL_PLANNER_MODEL."""
 
@@ -28,7 +29,7 @@ class OpenAIPlanner(LLMPlanner):
         reply = self.client.chat.completions.create(
             model=self.model,
             messages=[{"role": "system", "content": self.system}, *messages],
-            response_format={"type": "json_schema", "json_schema": {"name": "TaskSpec", "schema": schema()}},
+            response_format={"type": "json_schema", "json_schema": {"name": "QuotedTaskSpec", "schema": schema()}},
         )
         content = reply.choices[0].message.content or ""
         return content, [{"role": "assistant", "content": content}]

@@ -25,8 +25,19 @@ class FamilyNameError(TemplateError):
 PROJECT_DIR = "project"
 
 
+class Words(BaseModel):
+    """How a spec names a parameter (vibe_rl.planner.table): a number next to one of these words sets it."""
+
+    en: list[str] = Field(default_factory=list, description="English words (regex fragments, matched whole)")
+    zh: list[str] = Field(default_factory=list, description="Chinese words (regex fragments, matched anywhere)")
+    unit: list[str] = Field(default_factory=list, description="Units that may follow the number")
+    after: list[str] = Field(default_factory=list, description="Words that name it when they follow the number")
+
+
 class Parameter(BaseModel):
     default: Any = Field(description="Value used when the spec does not set it")
+    words: Words | None = Field(default=None, description="The parameter's row of the family's field table: the "
+                                "offline planner reads it where a number stands next to one of these words")
     description: str = Field(default="", description="What the parameter means")
     min: float | None = Field(default=None, description="Smallest value the family's game accepts (numbers only)")
     max: float | None = Field(default=None, description="Largest value the family's game accepts (numbers only)")

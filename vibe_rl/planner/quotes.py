@@ -1,0 +1,225 @@
+"""An LLM's plan, kept only where the spec says so: every value the LLM sets carries the words of the spec it
+quotes, and a value is used only when that quote is in the spec verbatim (whitespace aside), outside its
+background sentences, and states the value. Anything else goes back to the family's default and is listed as
+not understood, so an LLM's guess is never used silently.
+
+The base is the family's defaults (the offline rules of the family on a spec that says nothing else); the rows
+are those of the review table (vibe_rl.planner.review): `training.lr`, `servers.0.model_path`, `modes`,
+`wire.agent_roll.spy`, ... A rejected number, path or reward goes back to its default; a rejected mode list,
+wiring or static model puts the whole seating (modes, teams, static models, servers) back to the family's,
+since those only make sense together. What the accepted quotes leave unread (a number, path, env var or model
+name of the spec outside them) is listed as not understood, as the offline reader lists it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from pydantic import ValidationError
+
+from vibe_rl.errors import TemplateError
+from vibe_rl.planner.background import blank_background
+from vibe_rl.planner.review import _family_span, _rows_of, _rule, _states, show
+from vibe_rl.planner.text import SpecText, strings_of
+from vibe_rl.schema.spec import TaskSpec
+
+STRUCTURE = ("modes", "wire.", "static_models.")
+
+
+def locate(text: str, quote: str) -> tuple[int, int] | None:
+    """Where `quote` stands in `text`, runs of whitespace counted as equal (None when it is not there)."""
+    words = quote.split()
+    if not words:
+        return None
+    m = re.search(r"\s+".join(map(re.escape, words)), text, re.IGNORECASE)
+    return m.span() if m else None
+
+
+def states(quote: str, field: str, value: Any) -> bool:
+    """Does the quote state this value? A number must stand in it next to a word of its field; a path, URL or
+    model name must be in it.
+    Wiring, modes and server names are structure: the quote must exist, which `check` asks already."""
+    if field.startswith(("wire.", "modes")) or field == "family":
+        return True
+    if isinstance(value, bool):
+        return True
+    if not _states(quote, value):
+        return False
+    words = field_words(field)
+    return not (isinstance(value, (int, float)) and words) or re.search(words, quote, re.IGNORECASE) is not None
+
+
+def field_words(field: str) -> str | None:
+    """The words that name a field (the training table, the review's words for GPUs, ports and game counts):
+    a number in a quote sets the field only when one of them stands in the quote too ("4 张卡" is no batch size)."""
+    from vibe_rl.planner.fields import TRAINING
+    from vibe_rl.planner.review import WORDS
+    from vibe_rl.planner.table import words_of
+
+    head, _, leaf = field.rpartition(".")
+    if head == "training":
+        return words_of(leaf, TRAINING)
+    return WORDS.get(leaf)
+
+
+@lru_cache(maxsize=16)
+def _base_json(family: str) -> str:
+    from vibe_rl.planner.offline import OfflinePlanner
+    from vibe_rl.scaffold.families import load_family
+
+    manifest = load_family(family)
+    words = manifest.all_keywords()
+    return OfflinePlanner().plan(words[0] if words else family.replace("_", " "), family=family).model_dump_json()
+
+
+def base_plan(family: str) -> TaskSpec:
+    """The family's defaults: its offline rules on a spec that names the game and nothing else."""
+    return TaskSpec.model_validate_json(_base_json(family))
+
+
+def _set(data: dict, field: str, value: Any) -> bool:
+    """Put `value` at the review row's path in a TaskSpec dict; False when the path does not exist there."""
+    parts = field.split(".")
+    node: Any = data
+    for part in parts[:-1]:
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                return False
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return False
+    if not isinstance(node, dict):
+        return False
+    if value is None:
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value
+    return True
+
+
+def _raw(spec: TaskSpec) -> dict[str, Any]:
+    """field -> the raw (unformatted) value of every review row."""
+    return dict(_rows_of(spec))
+
+
+def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, list[dict[str, Any]]]:
+    """(the plan with only the quoted values of `llm`, its review rows). See the module's docstring."""
+    base = base_plan(llm.family)
+    blanked, _ = blank_background(text)
+    src = SpecText(blanked)
+    ours, defaults = _raw(llm), _raw(base)
+    accepted: dict[str, tuple[Any, str]] = {}
+    rejected: list[str] = []
+    spans: dict[str, tuple[int, int]] = {}
+    for field, value in ours.items():
+        quote = (quotes.get(field) or "").strip()
+        where = locate(text, quote) if quote else None
+        if where is not None and not blanked[where[0]:where[1]].strip():
+            why = f"its quote {quote!r} is a background sentence (another or an earlier training)"
+        elif where is not None and states(quote, field, value):
+            accepted[field] = (value, text[where[0]:where[1]])
+            spans[field] = where
+            continue
+        elif where is not None:
+            why = f"its quote {quote!r} does not state that value"
+        else:
+            why = f"its quote {quote!r} is not in the spec" if quote else "it quotes nothing of the spec"
+        if field in defaults and value == defaults[field]:
+            continue  # the family's default, not the LLM's claim
+        kept = f"the default {show(defaults[field])}" if field in defaults else "the family's default"
+        rejected.append(f"{field} = {show(value)}: the LLM's value is not used ({why}); the plan keeps {kept}")
+    llm = _endpoints(llm, text, rejected)
+    plan = _merge(llm, base, accepted, rejected)
+    rows = []
+    final = _raw(plan)
+    for field, value in final.items():
+        if field == "family":
+            span = accepted[field][1] if field in accepted else _family_span(text, value)
+            rows.append({"field": field, "value": value, "from": "llm", "span": span,
+                         "rule": None if span else "the LLM's choice: no keyword of the family in the spec, check it"})
+        elif field in accepted and accepted[field][0] == value:
+            src.mark(*spans[field])  # a quote the plan still holds is understood
+            rows.append({"field": field, "value": show(value), "from": "llm", "span": accepted[field][1], "rule": None})
+        else:
+            rows.append({"field": field, "value": show(value), "from": "default", "span": None,
+                         "rule": _rule(base.notes, field)})
+    unread = src.unparsed(strings_of(plan.model_dump(mode="json")))
+    unparsed = list(dict.fromkeys([*rejected, *llm.unparsed, *unread]))
+    return plan.model_copy(update={"unparsed": unparsed}), rows
+
+
+def _endpoints(llm: TaskSpec, text: str, rejected: list[str]) -> TaskSpec:
+    """A static model's base URL and key env var are used when the spec states them or when they are the known
+    provider's (vibe_rl.planner.statics.KNOWN_STATIC); an invented one is dropped and listed."""
+    from vibe_rl.planner.statics import KNOWN_STATIC
+
+    models = []
+    for model in llm.static_models:
+        known = next(((url, key) for pattern, url, key in KNOWN_STATIC
+                      if re.fullmatch(pattern, model.name, re.IGNORECASE)), (None, None))
+        update = {}
+        for attr, ours in (("base_url", known[0]), ("api_key_env", known[1]), ("base_url_env", None)):
+            value = getattr(model, attr)
+            if value and value != ours and value.lower() not in text.lower():
+                update[attr] = ours
+                rejected.append(f"static_models {model.name}: {attr} {value}: the LLM's value is not in the spec "
+                                f"and not the provider's; the plan keeps {ours or 'none'}")
+        models.append(model.model_copy(update=update) if update else model)
+    return llm.model_copy(update={"static_models": models})
+
+
+def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple[Any, str]], rejected: list[str]) -> TaskSpec:
+    """The base plan with the accepted values of `llm`: its seating too unless a structure row was rejected."""
+    structure_ok = not any(r.startswith(STRUCTURE) for r in rejected)
+    data = base.model_dump(mode="json")
+    ours = llm.model_dump(mode="json")
+    data.update(name=ours["name"], title=ours["title"] or data["title"], description=ours["description"]
+                or data["description"])
+    if structure_ok:
+        for key in ("teams", "servers", "static_models", "modes"):
+            data[key] = ours[key]
+        for i, server in enumerate(data["servers"]):  # a server's values come only from accepted rows
+            theirs = base.servers[i] if i < len(base.servers) else None
+            for leaf in ("model_path", "port", "gpus"):
+                if f"servers.{i}.{leaf}" not in accepted:
+                    if theirs is None:
+                        structure_ok = False
+                    else:
+                        server[leaf] = getattr(theirs, leaf)
+    if not structure_ok:
+        data = {**base.model_dump(mode="json"), "name": data["name"], "title": data["title"],
+                "description": data["description"]}
+    for field, (value, _) in accepted.items():
+        if not field.startswith(("family", "modes", "wire.", "static_models.", "servers.")):
+            _set(data, field, value)
+        elif field.startswith("servers.") and structure_ok is False and field.split(".")[1].isdigit() \
+                and int(field.split(".")[1]) < len(data["servers"]):
+            _set(data, field, value)
+    reward = data["reward"]
+    reward["description"] = f"win {reward['win']:g}, loss {reward['loss']:g}"
+    notes = [f"LLM: {n}" for n in llm.notes]
+    data["notes"] = [*notes, "Values the LLM set are used only where it quotes the spec's words for them (the "
+                     "review table shows the quote); the rest are the family's defaults."]
+    try:
+        return _valid(data)
+    except ValueError:  # the accepted values do not fit together: the family's plan, all of the LLM's listed
+        rejected.extend(f"{f} = {show(v)}: the LLM's values do not fit together; the plan keeps the default"
+                        for f, (v, _) in accepted.items())
+        accepted.clear()
+        return base.model_copy(update={"name": data["name"], "notes": data["notes"]})
+
+
+def _valid(data: dict[str, Any]) -> TaskSpec:
+    from vibe_rl.scaffold.families import load_family
+    from vibe_rl.scaffold.render import render_files
+
+    try:
+        spec = TaskSpec.model_validate(data)
+        render_files(spec, load_family(spec.family))
+    except (ValidationError, TemplateError) as exc:
+        raise ValueError(str(exc)) from exc
+    return spec

@@ -1,0 +1,112 @@
+"""Declarative field tables and the one reader that reads them.
+
+A row names a field of the plan, its words in English and Chinese, its type, its range and its units. The
+reader sets the field from a number only where one of its words stands next to that number in the same part of
+a clause: "batch size 16", "lr=2e-6", "学习率 1e-5", "16 tasks per batch" (a word after the number), "训练 300 步"
+(a word before, a unit after). Between the word and the number only linking words may stand ("is", "of", "=",
+"：", "为", "around", "大约", ...). So adding a field is one row: the training fields are TRAINING below; a
+family's game parameters carry their rows in their manifest (`parameters.<name>.words`, `.unit`).
+
+Words are regular-expression fragments (so "batch[\\s_-]*size" covers "batch_size", "batch-size" and
+"batch size"); `en` words match whole words, `zh` fragments anywhere (a fragment may carry its own lookaround:
+"每局" counts samples only before "N 次"). The first phrasing of the row that reads a value wins. A number the reader took is marked as
+understood and its span recorded as the field's source (the review table shows it); a field said twice with
+different values keeps the first and notes the other, which stays not understood.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vibe_rl.planner.text import CN_NUMBER, WORD_NUMBER, SpecText, to_int
+
+# What may stand between a field's word and its number
+LINK = (r"[ \t]*(?:(?:of|is|are|=|:|：|为|是|设为|设置为|设成|to|at|at most|up to|最多|至多|不超过|around|about|roughly|approximately|approx\.?|circa|~|≈|"
+        r"still|equals?|大约|大概|约|还是|仍是|仍然|依旧|照旧|用|取|给)[ \t]*)*")
+_DIGITS = (r"(?<![A-Za-z0-9_.])(?<![\d.][eE]-)-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![A-Za-z0-9_.]*[A-Za-z_/%])(?!\.\d)"
+           r"(?![零一二两三四五六七八九十百千万])")
+NUMBER = rf"(?P<num>{_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
+_PART_END = r"[,，;；。\n(（)）]|\.(?![\dA-Za-z])"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One field: where it goes, the words that name it, its type, its range and the units after its number."""
+
+    field: str
+    en: tuple[str, ...] = ()
+    zh: tuple[str, ...] = ()
+    type: type = int
+    min: float | None = None
+    max: float | None = None
+    unit: tuple[str, ...] = ()
+    after: tuple[str, ...] = field(default=())  # words that name the field when they follow the number
+
+    def words(self) -> str:
+        english = [rf"(?<![A-Za-z0-9-]){w}(?![A-Za-z0-9])" for w in self.en]
+        return "|".join(english + list(self.zh))
+
+    def cast(self, raw: str) -> Any:
+        if re.fullmatch(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", raw, re.IGNORECASE):
+            value = float(raw)
+            return int(value) if self.type is int and value.is_integer() else self.type(value)
+        return self.type(to_int(raw))
+
+
+def _units(row: Row) -> str:
+    return "|".join(row.unit) if row.unit else ""
+
+
+def patterns(row: Row) -> list[str]:
+    """The row as patterns: its word, linking words, its number (and a unit); or its number, then a word."""
+    unit = _units(row)
+    tail = rf"(?:[ \t]*(?:{unit})(?![A-Za-z]))?" if unit else ""
+    out = [rf"(?:{row.words()}){LINK}{NUMBER}{tail}"] if row.en or row.zh else []
+    if row.after:
+        english = [rf"{w}(?![A-Za-z0-9])" for w in row.after if re.match(r"[A-Za-z]", w)]
+        chinese = [w for w in row.after if not re.match(r"[A-Za-z]", w)]
+        out.append(rf"(?<![每第同])(?<![每第同]\s){NUMBER}[ \t]*(?:{'|'.join(english + chinese)})")  # no "每 3 轮", "第 3 轮"
+    return out
+
+
+def read(src: SpecText, rows: Iterable[Row], notes: list[str], taken: list[tuple[int, int]] | None = None,
+         prefix: str = "") -> dict[str, Any]:
+    """field -> value for every row the spec states; each read number marked and its span the field's source.
+    A number is read once: a later row never takes a number an earlier one took (`taken` collects the spans)."""
+    taken = [] if taken is None else taken
+    values: dict[str, Any] = {}
+    for row in rows:
+        found: list[tuple[int, int, int, int, Any]] = []
+        for pattern in patterns(row):
+            for m in src.finditer(pattern):
+                a, b = m.span("num")
+                if re.search(_PART_END, m.group()[:-1] if m.end() > b else m.group()) or any(
+                        x < b and a < y for x, y in taken) or any(x < b and a < y for _, _, x, y, _ in found):
+                    continue
+                try:
+                    found.append((m.start(), m.end(), a, b, row.cast(m.group("num"))))
+                except (ValueError, KeyError):
+                    continue
+        if not found:
+            continue
+        first = found[0][4]
+        values[row.field] = first
+        src.source(prefix + row.field, found[0][0], found[0][1])
+        for start, end, a, b, value in found:
+            if value == first:
+                src.mark(start, end)
+                taken.append((a, b))
+        others = sorted({str(v) for *_, v in found if v != first})
+        if others:
+            notes.append(f"The spec gives {row.field} more than once ({', '.join([str(first), *others])}): using "
+                         f"{first}; the others are listed as not understood. Say it once.")
+    return values
+
+
+def words_of(field_name: str, rows: Iterable[Row]) -> str | None:
+    """The words of a field (a regex), or None when no row names it."""
+    row = next((r for r in rows if r.field == field_name), None)
+    return None if row is None else "|".join(x for x in (row.words(), "|".join(row.after)) if x)
