@@ -88,3 +88,11 @@ def refusal(model: EngineConfig) -> str | None:
                 "'vLLM'); `vibe-rl run` puts it into the project's server venv by itself. Or send model.engine "
                 "'torch'.")
     return None
+
+
+def needs_vllm(model: EngineConfig) -> bool:
+    """Whether serving `model` wants vLLM installed: engine vllm, or auto on a non-paged architecture."""
+    if model.engine == "vllm":
+        return True
+    arch = architecture(model.path)
+    return model.engine == "auto" and model.lora.rank == 0 and arch is not None and arch not in PAGED_ARCHITECTURES
