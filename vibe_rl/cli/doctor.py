@@ -16,10 +16,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check a project: compiles, English-only code, task ids, batch/group sizes, team wiring, player tags; say
         which engine each server runs and why."""
-        from vibe_rl.scaffold.doctor import diagnose, engine_choices
+        from vibe_rl.engine.choice import project_engines
+        from vibe_rl.scaffold.doctor import diagnose
 
         findings = diagnose(project)
-        engines = engine_choices(project)
+        engines = project_engines(project)
         errors = sum(f.level == "error" for f in findings)
         if as_json:
             typer.echo(json.dumps({"ok": errors == 0, "errors": errors, "warnings": len(findings) - errors,

@@ -96,3 +96,26 @@ def needs_vllm(model: EngineConfig) -> bool:
         return True
     arch = architecture(model.path)
     return model.engine == "auto" and model.lora.rank == 0 and arch is not None and arch not in PAGED_ARCHITECTURES
+
+
+def project_engines(project: str | Path) -> list[dict[str, str]]:
+    """Which engine each server config of the project runs and why (`model.engine` resolved): one dict per
+    server with config, engine and reason; configs that do not load are left out (diagnose names them)."""
+    from vibe_rl.errors import VibeRLError
+    from vibe_rl.schema.job import TrainJob
+    from vibe_rl.schema.spec import TaskSpec
+
+    root = Path(project)
+    try:
+        servers = TaskSpec.load(root).servers
+    except (VibeRLError, OSError, ValueError):
+        return []
+    out = []
+    for server in servers:
+        try:
+            job = TrainJob.from_yaml(root / server.config)
+        except (VibeRLError, OSError, ValueError):
+            continue
+        choice = choose_engine(job.model)
+        out.append({"server": server.name, "config": server.config, "engine": choice.engine, "reason": choice.reason})
+    return out

@@ -305,23 +305,3 @@ def _dataset_of(spec: TaskSpec | None, root: Path) -> tuple[str, str] | None:
 def diagnose(project: str | Path) -> list[Finding]:
     return Doctor(project).run()
 
-
-def engine_choices(project: str | Path) -> list[dict[str, str]]:
-    """Which engine each server config of the project runs and why (`model.engine` resolved): one dict per
-    server with config, engine and reason; configs that do not load are left out (diagnose names them)."""
-    from vibe_rl.engine.choice import choose_engine
-
-    root = Path(project)
-    try:
-        servers = TaskSpec.load(root).servers
-    except (VibeRLError, OSError, ValueError):
-        return []
-    out = []
-    for server in servers:
-        try:
-            job = TrainJob.from_yaml(root / server.config)
-        except (VibeRLError, OSError, ValueError):
-            continue
-        choice = choose_engine(job.model)
-        out.append({"server": server.name, "config": server.config, "engine": choice.engine, "reason": choice.reason})
-    return out
