@@ -304,4 +304,3 @@ def _dataset_of(spec: TaskSpec | None, root: Path) -> tuple[str, str] | None:
 
 def diagnose(project: str | Path) -> list[Finding]:
     return Doctor(project).run()
-
