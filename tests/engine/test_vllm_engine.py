@@ -128,15 +128,15 @@ def test_the_prefix_cache_is_used_and_reset_at_every_weight_change(engines):
     assert len(long_prompt) > 300
     greedy = SamplingParams(temperature=0, max_tokens=4)
     v.generate(long_prompt, greedy)
-    cached = v.stats["prefix_cached_tokens"]
+    cached = v.stats["prefix_hit_tokens"]
     v.generate(long_prompt, greedy)
-    assert v.stats["prefix_cached_tokens"] - cached >= 128, "the second call reused no cached block"
+    assert v.stats["prefix_hit_tokens"] - cached >= 128, "the second call reused no cached block"
     resets = v.stats["prefix_cache_resets"]
     _train_both(v, t, long_prompt[:40], advantage=-1.0)
     assert v.stats["prefix_cache_resets"] == resets + 1
-    cached = v.stats["prefix_cached_tokens"]
+    cached = v.stats["prefix_hit_tokens"]
     a, b = v.generate(long_prompt, greedy), t.generate(long_prompt, greedy)
-    assert v.stats["prefix_cached_tokens"] == cached, "KV of the old weights was reused after the update"
+    assert v.stats["prefix_hit_tokens"] == cached, "KV of the old weights was reused after the update"
     assert a.token_ids == b.token_ids and _max_diff(a.logprobs, b.logprobs) < TOL
 
 
@@ -182,3 +182,22 @@ def test_save_and_load_keep_vllm_on_the_loaded_weights(engines, tmp_path):
     v.load(tmp_path / "ckpt")
     again = v.generate(prompt, SamplingParams(temperature=0, max_tokens=8)).logprobs
     assert _max_diff(saved, again) < TOL
+
+
+def test_a_frozen_vllm_engine_serves_without_a_trainer_and_refuses_to_train(engines, tiny_model_dir):
+    from vibe_rl.engine import load_engine
+    from vibe_rl.engine.base import SamplingParams
+    from vibe_rl.errors import EngineError
+    from vibe_rl.schema import EngineConfig
+
+    v, _ = engines
+    frozen = load_engine(EngineConfig(path=str(tiny_model_dir), device="cpu", max_model_len=1024, engine="vllm"),
+                         trainable=False)
+    try:
+        assert frozen.trainer is None and frozen.eos_ids == v.eos_ids and frozen.max_model_len == v.max_model_len
+        gen = frozen.generate([5, 9, 300], SamplingParams(temperature=0, max_tokens=4))
+        assert len(gen.token_ids) == 4 and gen.weight_version == 0
+        with pytest.raises(EngineError, match="trainable=False"):
+            frozen.train([])
+    finally:
+        frozen.close()

@@ -54,15 +54,19 @@ class VLLMEngine(VLLMGeneration):
         self.config, self.trainable = config, trainable
         self.path = resolve_model_path(config.path, config.cache_dir)
         self.device = resolve_device(config.device)
+        # the trainer (trainable only: a frozen engine holds no torch copy of the weights)
         self.trainer = TorchEngine(config.model_copy(update={"engine": "torch", "generator": "simple"}), train,
-                                   trainable=trainable)
-        self.tokenizer, self.eos_ids = self.trainer.tokenizer, self.trainer.eos_ids
-        self.max_model_len, self.vocab_size = self.trainer.max_model_len, self.trainer.vocab_size
-        self.version = self.trainer.version
+                                   trainable=True) if trainable else None
+        if self.trainer is not None:
+            self.tokenizer, self.eos_ids = self.trainer.tokenizer, self.trainer.eos_ids
+            self.max_model_len, self.vocab_size = self.trainer.max_model_len, self.trainer.vocab_size
+        else:
+            self.tokenizer, self.eos_ids, self.max_model_len, self.vocab_size = vs.model_facts(self.path, config)
+        self.version = 0
         self.in_process = config.tensor_parallel_size == 1
         self.args = vs.engine_args(config, self.path, self.device, self.max_model_len)
         self.stats = {"requests": 0, "generated_tokens": 0, "largest_batch": 0, "weight_syncs": 0,
-                      "prefix_cache_resets": 0, "prefix_cached_tokens": 0, "failed_syncs": 0, "rebuilds": 0}
+                      "prefix_cache_resets": 0, "prompt_tokens": 0, "prefix_hit_tokens": 0, "failed_syncs": 0, "rebuilds": 0}
         self.last_sync_s = 0.0
         self._rng = random.Random(config.seed)
         self._sync_dir = Path(tempfile.mkdtemp(prefix="vibe-rl-vllm-sync-"))
@@ -76,6 +80,7 @@ class VLLMEngine(VLLMGeneration):
     def sync_weights(self, weights: Iterable[tuple[str, Any]] | None = None) -> float:
         """Send the trainer's weights (or `weights`: (HF name, tensor) pairs) to vLLM and reset its prefix
         cache; returns the seconds it took. On failure see the module docstring (resend, rebuild, down)."""
+        self._require_trainer()
         return self._call(lambda: self._sync_now(weights))
 
     def _sync_now(self, weights: Iterable[tuple[str, Any]] | None) -> float:
@@ -144,14 +149,21 @@ class VLLMEngine(VLLMGeneration):
 
     # ---- training and checkpoints -----------------------------------------------------------
 
+    def _require_trainer(self) -> None:
+        if self.trainer is None:
+            raise EngineError("This vLLM engine was loaded with trainable=False (a frozen model); it cannot train "
+                              "or change its weights.")
+
     def train(self, samples: list[Sample]) -> dict[str, float]:
         """One GRPO step on the trainer, then (when it was applied) the weight sync; version += 1."""
+        self._require_trainer()
         metrics = self.trainer.train(samples)
         if self.trainer.version != self.version:
             metrics["weight_sync_s"] = self.sync_weights()
         return metrics
 
     def sft(self, conversations: list[list[dict]]) -> dict[str, float]:
+        self._require_trainer()
         metrics = self.trainer.sft(conversations)
         if self.trainer.version != self.version:
             metrics["weight_sync_s"] = self.sync_weights()
@@ -159,12 +171,14 @@ class VLLMEngine(VLLMGeneration):
 
     @property
     def step(self) -> int:
-        return self.trainer.step
+        return self.trainer.step if self.trainer is not None else 0
 
     def save(self, directory: str | Path) -> Path:
+        self._require_trainer()
         return self.trainer.save(directory)
 
     def load(self, directory: str | Path) -> None:
+        self._require_trainer()
         self.trainer.load(directory)
         self.sync_weights()
 
@@ -173,7 +187,8 @@ class VLLMEngine(VLLMGeneration):
             return
         self._stop_worker()
         self._shutdown_llm()
-        self.trainer.close()
+        if self.trainer is not None:
+            self.trainer.close()
         shutil.rmtree(self._sync_dir, ignore_errors=True)
 
     def __enter__(self) -> VLLMEngine:

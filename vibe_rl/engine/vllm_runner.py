@@ -162,7 +162,8 @@ class VLLMGeneration:
                 reason = "stop" if done.finish_reason == "stop" else "length"
                 self.stats["requests"] += 1
                 self.stats["generated_tokens"] += len(live.ids)
-                self.stats["prefix_cached_tokens"] += int(getattr(out, "num_cached_tokens", 0) or 0)
+                self.stats["prompt_tokens"] += len(live.req.prompt_ids)
+                self.stats["prefix_hit_tokens"] += int(getattr(out, "num_cached_tokens", 0) or 0)
                 live.req.future.set_result(Generation(live.ids, live.logprobs, reason, live.version,
                                                       len(live.req.prompt_ids), live.top))
 

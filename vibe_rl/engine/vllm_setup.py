@@ -65,6 +65,26 @@ def apply_env(env: dict[str, str]) -> None:
         os.environ[key] = value
 
 
+def model_facts(path: Path, config: EngineConfig) -> tuple[Any, set[int], int, int]:
+    """(tokenizer, EOS ids, max_model_len, vocab size) of the model at `path`, without loading its weights."""
+    from types import SimpleNamespace
+
+    from vibe_rl.engine.loader import load_tokenizer
+    from vibe_rl.engine.torch_engine import _eos_ids
+
+    transformers = require("transformers", "the vLLM engine")
+    tokenizer = load_tokenizer(path)
+    hf = transformers.AutoConfig.from_pretrained(str(path))
+    hf = hf.get_text_config() if hasattr(hf, "get_text_config") else hf
+    try:
+        generation = transformers.GenerationConfig.from_pretrained(str(path))
+    except OSError:  # no generation_config.json
+        generation = None
+    eos = _eos_ids(tokenizer, SimpleNamespace(generation_config=generation))
+    limit = getattr(hf, "max_position_embeddings", None) or config.max_model_len
+    return tokenizer, eos, min(config.max_model_len, int(limit)), int(getattr(hf, "vocab_size", None) or len(tokenizer))
+
+
 def build_llm_engine(args: dict[str, Any]) -> Any:
     """A vLLM `LLMEngine` (V1: driven step by step from the caller's thread)."""
     vllm = require("vllm", "the vLLM engine")
