@@ -103,6 +103,7 @@ def vllm_sampling(sampling: SamplingParams, seed: int, budget: int, eos_ids: set
         n=1, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=budget, seed=seed,
         stop=list(sampling.stop) or None, include_stop_str_in_output=True, stop_token_ids=sorted(eos_ids),
         ignore_eos=False, logprobs=sampling.top_logprobs, skip_special_tokens=False,
+        detokenize=bool(sampling.stop),  # text only for stop strings (the server decodes ids itself)
         output_kind=RequestOutputKind.DELTA,
     )
 
