@@ -145,7 +145,7 @@ def test_a_failed_sync_leaves_a_usable_engine_with_the_trainers_weights(engines)
     v, t = engines
     failed = v.stats["failed_syncs"]
     v.sync_weights([("model.embed_tokens.weight", torch.zeros(3, 3))])  # the wrong shape: vLLM refuses it
-    assert v.stats["failed_syncs"] == failed + 1
+    assert v.stats["failed_syncs"] == failed + 1 and v.stats["rebuilds"] >= 1  # half-loaded: rebuilt
     assert _greedy_parity(v, t, [_prompt(v, "Describe the word apple.")]) < TOL
 
 
@@ -159,10 +159,12 @@ def test_the_checkpoint_directory_sync_of_worker_processes(engines):
     v, t = engines
     _train_both(v, t, _prompt(v, "Vote for a player."), advantage=1.0)
     v.in_process = False
+    failed, rebuilds = v.stats["failed_syncs"], v.stats["rebuilds"]
     try:
         v.sync_weights()
     finally:
         v.in_process = True
+    assert (v.stats["failed_syncs"], v.stats["rebuilds"]) == (failed, rebuilds), "the directory sync itself failed"
     assert _greedy_parity(v, t, [_prompt(v, "Describe the word apple.")]) < TOL
     tp = EngineConfig(engine="vllm", tensor_parallel_size=2, device="cuda", gpu_memory_utilization=0.4)
     args = vllm_setup.engine_args(tp, v.path, "cuda", 2048)
@@ -201,3 +203,31 @@ def test_a_frozen_vllm_engine_serves_without_a_trainer_and_refuses_to_train(engi
             frozen.train([])
     finally:
         frozen.close()
+
+
+def test_tensor_parallel_2_on_cpu_serves_and_syncs_through_worker_processes(tiny_model_dir):
+    """A real tensor_parallel_size 2 run on CPU (two vLLM worker processes, one core each): the torch engine's
+    logprobs before and after an update, the weights going through the checkpoint directory."""
+    import os
+
+    from vibe_rl.engine import load_engine
+    from vibe_rl.schema import EngineConfig, TrainConfig
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("tensor parallelism 2 on CPU needs 2 cores for its 2 workers")
+    train = TrainConfig(lr=1e-3)
+    v = load_engine(EngineConfig(path=str(tiny_model_dir), device="cpu", max_model_len=1024, engine="vllm",
+                                 tensor_parallel_size=2), train)
+    t = load_engine(EngineConfig(path=str(tiny_model_dir), device="cpu", max_model_len=1024), train)
+    try:
+        assert not v.in_process and v.args["tensor_parallel_size"] == 2
+        prompts = [_prompt(v, "Describe the word apple."), [5, 9, 300]]
+        assert _greedy_parity(v, t, prompts) < TOL
+        _train_both(v, t, prompts[0], advantage=1.0)
+        assert v.stats["failed_syncs"] == 0 and v.stats["prefix_cache_resets"] == 1
+        worst = _greedy_parity(v, t, prompts)
+        print(f"TP=2 after an update: max |logprob diff| vllm vs torch {worst:.3g}")
+        assert worst < TOL
+    finally:
+        v.close()
+        t.close()

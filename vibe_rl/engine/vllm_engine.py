@@ -118,7 +118,13 @@ class VLLMEngine(VLLMGeneration):
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
         pairs = weights if weights is not None else vs.trainer_weights(self.trainer.model)
-        save_file({k: v.contiguous().cpu() for k, v in pairs}, str(target / "model.safetensors"))
+        tensors, seen = {}, set()
+        for name, tensor in pairs:  # tied embeddings share storage, which safetensors refuses: copy the second
+            tensor = tensor.contiguous().cpu()
+            key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset())
+            tensors[name] = tensor.clone() if key in seen else tensor
+            seen.add(key)
+        save_file(tensors, str(target / "model.safetensors"))
         return target
 
     def _rebuild(self, cause: BaseException) -> None:

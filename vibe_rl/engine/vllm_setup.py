@@ -52,10 +52,26 @@ def process_env(config: EngineConfig, device: str) -> dict[str, str]:
     """Environment variables vLLM reads when it starts (set before the engine is built)."""
     env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0" if config.tensor_parallel_size == 1 else "1",
            "VLLM_USE_FLASHINFER_SAMPLER": "0"}  # flashinfer's sampler would JIT-compile at start
+    if device == "cpu" and config.tensor_parallel_size > 1 and not os.environ.get("VLLM_CPU_OMP_THREADS_BIND"):
+        binding = _cpu_binding(config.tensor_parallel_size)  # vLLM binds a worker per NUMA node unless told
+        if binding:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = binding
     if device == "cpu":
         env["VLLM_CPU_KVCACHE_SPACE"] = str(max(1, round(config.kv_cache_gb))) if config.kv_cache_gb else "1"
         env.setdefault("OMP_NUM_THREADS", str(config.cpu_threads or 1))
     return env
+
+
+def _cpu_binding(workers: int) -> str | None:
+    """'0-3|4-7'-style core ranges, one per CPU worker, from the cores this process may use (None: too few)."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    if len(cores) < workers:
+        return None
+    per = len(cores) // workers
+    groups = [cores[i * per:(i + 1) * per] for i in range(workers)]
+    if any(g != list(range(g[0], g[-1] + 1)) for g in groups):
+        return None  # not contiguous: leave it to vLLM
+    return "|".join(str(g[0]) if len(g) == 1 else f"{g[0]}-{g[-1]}" for g in groups)
 
 
 def apply_env(env: dict[str, str]) -> None:
