@@ -103,6 +103,25 @@ def test_sampled_logprobs_are_the_sampling_distributions_and_stream(engines):
         assert _max_diff([lp for _, lp in top], values.tolist()[:len(top)]) < TOL
 
 
+def test_a_stop_string_ends_the_answer_at_the_token_that_completes_it_and_stays_in_it(engines):
+    from vibe_rl.engine.base import SamplingParams
+
+    v, _ = engines
+    tok, checked = v.tokenizer, 0
+    for seed in range(8):
+        free = v.generate([5, 9, 300], SamplingParams(temperature=1.0, max_tokens=30, seed=seed))
+        text = tok.decode(free.token_ids, skip_special_tokens=False)
+        stop = text[len(text) // 2:len(text) // 2 + 2]
+        if len(stop.strip()) < 2:
+            continue
+        cut = v.generate([5, 9, 300], SamplingParams(temperature=1.0, max_tokens=30, seed=seed, stop=[stop]))
+        assert cut.finish_reason == "stop" and cut.token_ids == free.token_ids[:len(cut.token_ids)]
+        assert stop in tok.decode(cut.token_ids, skip_special_tokens=False)
+        assert stop not in tok.decode(cut.token_ids[:-1], skip_special_tokens=False)
+        checked += 1
+    assert checked >= 3
+
+
 def test_a_weight_update_changes_the_logprobs_exactly_as_the_torch_engines(engines):
     v, t = engines
     prompt = _prompt(v, "Describe the word tiger.")
