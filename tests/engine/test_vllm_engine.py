@@ -250,3 +250,23 @@ def test_tensor_parallel_2_on_cpu_serves_and_syncs_through_worker_processes(tiny
     finally:
         v.close()
         t.close()
+
+
+def test_when_rebuilding_fails_too_every_call_says_the_engine_is_down(tiny_model_dir, tmp_path):
+    torch = pytest.importorskip("torch")
+    from vibe_rl.engine import load_engine
+    from vibe_rl.engine.base import SamplingParams
+    from vibe_rl.errors import EngineError
+    from vibe_rl.schema import EngineConfig
+
+    eng = load_engine(EngineConfig(path=str(tiny_model_dir), device="cpu", max_model_len=256, engine="vllm"))
+    try:
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        eng._sync_dir = blocker  # the rebuild writes the trainer's weights below it: here it cannot
+        with pytest.raises(EngineError, match="vLLM engine is down.*Restart the server"):
+            eng.sync_weights([("model.embed_tokens.weight", torch.zeros(3, 3))])
+        with pytest.raises(EngineError, match="vLLM engine is down"):
+            eng.submit([5, 9, 300], SamplingParams(max_tokens=2))
+    finally:
+        eng.close()
