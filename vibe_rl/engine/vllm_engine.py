@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from vibe_rl.engine import vllm_setup as vs
 from vibe_rl.engine.vllm_runner import VLLMGeneration
-from vibe_rl.errors import ConfigError, EngineError
+from vibe_rl.errors import ConfigError, EngineError, ModelLoadError
 from vibe_rl.extras import require
 
 if TYPE_CHECKING:
@@ -72,7 +72,16 @@ class VLLMEngine(VLLMGeneration):
         self._sync_dir = Path(tempfile.mkdtemp(prefix="vibe-rl-vllm-sync-"))
         self._down: str | None = None
         vs.apply_env(vs.process_env(config, self.device))
-        self.llm = vs.build_llm_engine(self.args)
+        try:
+            self.llm = vs.build_llm_engine(self.args)
+        except Exception as exc:  # vLLM's own errors are long; say what to check, keep them as the cause
+            if self.trainer is not None:
+                self.trainer.close()
+            shutil.rmtree(self._sync_dir, ignore_errors=True)
+            raise ModelLoadError(
+                f"vLLM could not start on {self.path}: {type(exc).__name__}: {str(exc)[:500]}. Check that vLLM "
+                "supports its architecture and that model.max_model_len and the KV cache (model.kv_cache_gb, "
+                "model.gpu_memory_utilization) fit the machine; model.engine: torch runs any causal LM.") from exc
         self._start_worker()
 
     # ---- weights ----------------------------------------------------------------------------

@@ -64,6 +64,12 @@ class VLLMGeneration:
         self._closed = True
         self._queue.put(None)
         self._worker.join(timeout=60)
+        while not self._queue.empty():  # a request that slipped in while closing: fail it, never hang
+            item = self._queue.get_nowait()
+            if isinstance(item, Request) and item.future.set_running_or_notify_cancel():
+                item.future.set_exception(EngineError("The engine was closed before this request ran."))
+            elif isinstance(item, _Call) and not item.future.done():
+                item.future.set_exception(EngineError("The engine was closed before this call ran."))
 
     def submit(self, prompt_ids: list[int], sampling: SamplingParams | None = None,
                on_token: TokenCallback | None = None) -> Future[Generation]:
