@@ -10,12 +10,18 @@ with --baseline the same load on the simple loop in the same process (capped at
 --baseline-seconds: its rate over the calls it finished, which favours the baseline,
 since its later calls carry longer contexts) and the ratio.
 
+--engine vllm plays the load on the vLLM engine (frozen: no trainer copy); --engine both plays it on
+the torch engine and then on vLLM in the same process and reports `torch_over_vllm` (tok/s ratio; `generator` says paged or simple).
+--arch phi3 builds a random Phi-3 of --shape instead of a Qwen2: an architecture the paged engine does not
+drive, so only vLLM (or the simple loop) serves it. vLLM on a GPU takes --gpu-memory-utilization.
+
 --runs N plays the load N times on the same engine and reports the last (`tok_s`), with every
 run's rate in `tok_s_runs`: the first run of a fresh process also compiles the Triton kernels
 and captures the CUDA graphs of every context length it meets (a server pays that once, in its
 first minutes; on an H200 it cost the first run about a quarter of its rate).
 
     python benchmarks/agentic_rollout.py --device cuda --shape 0.5b --episodes 16 --turns 24 --max-tokens 256 --baseline
+    python benchmarks/agentic_rollout.py --device cuda --shape 0.5b --engine both    # paged / vLLM, one run
     python benchmarks/agentic_rollout.py --device cpu --shape tiny --episodes 4 --turns 6 --max-tokens 16   # smoke
 """
 
@@ -75,6 +81,20 @@ def run_load(engine, args, deadline: float | None = None, salt: int = 0) -> dict
             "largest_batch": engine.stats.get("largest_batch", 0)}
 
 
+def warm_load(args) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), "episodes": 2, "turns": 2, "max_tokens": 8})
+
+
+def measure(eng, args, torch) -> dict:
+    """Warm up, play the load --runs times on `eng` (then closed); the last run, every run's rate, start-up."""
+    started = time.monotonic()
+    run_load(eng, warm_load(args))
+    first_calls_s = round(time.monotonic() - started, 2)
+    runs = [run_load(eng, args, salt=i + 1) for i in range(max(1, args.runs))]
+    eng.close()
+    return {**runs[-1], "tok_s_runs": [r["tok_s"] for r in runs], "warmup_s": first_calls_s}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
@@ -92,6 +112,9 @@ def main() -> None:
     ap.add_argument("--baseline-seconds", type=float, default=120.0)
     ap.add_argument("--runs", type=int, default=2, help="times the load is played on the engine under test")
     ap.add_argument("--max-model-len", type=int, default=8192)
+    ap.add_argument("--engine", default="torch", choices=["torch", "vllm", "both"])
+    ap.add_argument("--arch", default="qwen2", choices=["qwen2", "phi3"], help="architecture of the --shape model")
+    ap.add_argument("--gpu-memory-utilization", type=float, default=0.85, help="vLLM's share of the GPU")
     args = ap.parse_args()
 
     import torch
@@ -101,19 +124,25 @@ def main() -> None:
     from vibe_rl.schema import EngineConfig
 
     tmp = tempfile.mkdtemp(prefix="vibe-rl-bench-")
-    path = args.model or ("tiny" if args.shape == "tiny" else tmp)
+    path = args.model or ("tiny" if args.shape == "tiny" and args.arch == "qwen2" else tmp)
     if path == tmp:
-        build_random_model(args.shape, tmp, device="cuda" if args.device.startswith("cuda") else "cpu")
-    out = {"shape": args.shape, "device": args.device, "episodes": args.episodes, "turns": args.turns,
-           "max_tokens": args.max_tokens, "players": args.players}
+        build_random_model(args.shape, tmp, device="cuda" if args.device.startswith("cuda") else "cpu", arch=args.arch,
+                           vocab="tokenizer" if args.shape == "tiny" else "qwen")
+    out = {"shape": args.shape, "arch": args.arch, "device": args.device, "episodes": args.episodes,
+           "turns": args.turns, "max_tokens": args.max_tokens, "players": args.players}
 
-    def engine(generator: str):
+    def engine(generator: str, name: str = "torch"):
         return load_engine(EngineConfig(path=path, device=args.device, generator=generator, max_batch_size=64,
-                                        max_model_len=args.max_model_len), trainable=False)
+                                        max_model_len=args.max_model_len, engine=name,
+                                        gpu_memory_utilization=args.gpu_memory_utilization), trainable=False)
 
+    if args.engine == "vllm":
+        out.update(engine="vllm", **measure(engine("auto", "vllm"), args, torch))
+        print(json.dumps(out))
+        return
     eng = engine(args.generator)
     out["generator"] = "paged" if getattr(eng, "paged", None) is not None else "simple"
-    warm = argparse.Namespace(**{**vars(args), "episodes": 2, "turns": 2, "max_tokens": 8})
+    warm = warm_load(args)
     run_load(eng, warm)  # first calls pay one-off costs (kernel loading, graph capture of small shapes)
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
@@ -130,6 +159,11 @@ def main() -> None:
                                    salt=max(1, args.runs))  # the prompts of the headline run
         base.close()
         out["speedup_tok_s"] = round(out["tok_s"] / max(out["baseline"]["tok_s"], 1e-9), 2)
+    if args.engine == "both":
+        if args.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+        out["vllm"] = measure(engine("auto", "vllm"), args, torch)
+        out["torch_over_vllm"] = round(out["tok_s"] / max(out["vllm"]["tok_s"], 1e-9), 2)
     print(json.dumps(out))
     sys.stdout.flush()
     Path(tmp).exists() and __import__("shutil").rmtree(tmp, ignore_errors=True)

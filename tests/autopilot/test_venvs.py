@@ -58,3 +58,25 @@ def test_torch_comes_from_a_local_wheel_never_an_index_on_cpu(tmp_path, monkeypa
     if sh.which("nvidia-smi") is None:
         with pytest.raises(venvs.VenvError, match="CUDA build"):
             venvs._torch_requirement("2.13.0")
+
+
+def test_a_project_that_asks_for_vllm_plans_its_server_venv_with_the_vllm_extra(tmp_path):
+    """The plan only (building it downloads vLLM, ~2.5 GB on CPU: the vLLM tier builds the same set in
+    .venv-vllm): the extra and the torch it pins, never the host's torch site; a changed plan rebuilds."""
+    import json
+    import shutil as sh
+
+    from vibe_rl.autopilot import venvs
+    from vibe_rl.engine.choice import needs_vllm
+    from vibe_rl.schema import EngineConfig
+
+    plan = venvs._plan("server", vllm=True)
+    flavor = "cuda" if sh.which("nvidia-smi") else "cpu"
+    assert plan["vllm"] == flavor and plan["torch"] == venvs.VLLM_BUILDS[flavor][1] and plan["torch_site"] is None
+    assert "vllm" not in venvs._plan("server") and "vllm" not in venvs._plan("client", vllm=True)
+    assert json.dumps(venvs._plan("server", vllm=True), sort_keys=True) != json.dumps(venvs._plan("server"),
+                                                                                    sort_keys=True)
+    assert needs_vllm(EngineConfig(engine="vllm")) and not needs_vllm(EngineConfig(engine="auto"))
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Phi3ForCausalLM"]}))
+    assert needs_vllm(EngineConfig(engine="auto", path=str(tmp_path)))
+    assert not needs_vllm(EngineConfig(engine="torch", path=str(tmp_path)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 
 import pytest
@@ -131,7 +132,9 @@ def test_bad_requests_are_rejected(engine):
 
 def test_cluster_engines_say_what_to_do():
     for name in ("vllm", "verl"):
-        with pytest.raises((MissingExtraError, ConfigError), match=rf"vibe-rl\[{name}\]|GPU clusters|multi-GPU"):
+        if name == "vllm" and importlib.util.find_spec("vllm") is not None:
+            continue  # the vLLM tier (bash scripts/test-vllm.sh) loads it for real
+        with pytest.raises((MissingExtraError, ConfigError), match=rf"vibe-rl\[{name}\]|not wired"):
             load_engine(EngineConfig(engine=name))
 
 

@@ -127,3 +127,18 @@ def test_adv_servers_disagree_on_group_size(project):
     edit(project / "config_server2.yaml", "grpo_n: 4", "grpo_n: 6")
     (finding,) = errors(project)
     assert finding.file == "config_server2.yaml" and "agent_roll_adv" in finding.message and finding.line > 0
+
+
+def test_doctor_says_which_engine_each_server_runs_and_why(project):
+    edit(project / "config.yaml", "  engine: torch", "  engine: auto")
+    report = json.loads(doctor(project).stdout)
+    first, second = report["engines"]
+    assert first["config"] == "config.yaml" and first["engine"] == "torch"
+    assert "could not be read" in first["reason"]  # the spec's model path is not on this machine
+    assert second == {"server": "server2", "config": "config_server2.yaml", "engine": "torch",
+                      "reason": "model.engine names it"}
+    edit(project / "config.yaml", "Qwen2.5-7B-Instruct", "x")
+    edit(project / "config.yaml", "path: /mnt/data_cpfs/model_cache/modelscope/hub/Qwen/Qwen/x", "path: tiny")
+    text = subprocess.run([VIBE_RL, "doctor", str(project)], capture_output=True, text=True, timeout=120).stdout
+    assert "engine: config.yaml (server1): torch, because model.engine is auto and Qwen2ForCausalLM is one of " \
+           "the embedded paged engine's architectures" in text

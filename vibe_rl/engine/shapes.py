@@ -5,6 +5,8 @@ widths, heads and (by default) the 151,936-token vocabulary are those of the
 published Qwen2.5 checkpoints, so memory and speed match the real model; the
 weights are random. `vocab="tokenizer"` shrinks the vocabulary to the tiny
 tokenizer's (every sampled id then decodes to text, which a chat workload needs).
+`arch="phi3"` builds a Phi3ForCausalLM of the same dimensions instead: an architecture the embedded paged
+engine does not drive (fused qkv and gate/up projections), so `model.engine: auto` serves it with vLLM.
 """
 
 from __future__ import annotations
@@ -29,16 +31,20 @@ SHAPES: dict[str, dict[str, int | bool]] = {  # Qwen2.5 configs (hidden, layers,
     "14b": dict(hidden_size=5120, num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8,
                 intermediate_size=13824, tie_word_embeddings=False),
 }
+ARCHS = ("qwen2", "phi3")
 
 
 def build_random_model(shape: str, directory: str | Path, *, vocab: Literal["qwen", "tokenizer"] = "qwen",
-                       dtype: str = "bfloat16", seed: int = 0, device: str = "cpu") -> int:
-    """Write a random Qwen2ForCausalLM of `shape` plus the tiny tokenizer to `directory`; returns parameters."""
-    if shape not in SHAPES:
-        raise ConfigError(f"Unknown model shape '{shape}'. Choose one of: {', '.join(SHAPES)}.")
+                       dtype: str = "bfloat16", seed: int = 0, device: str = "cpu", arch: str = "qwen2") -> int:
+    """Write a random Qwen2ForCausalLM (or `arch`) of `shape` plus the tiny tokenizer to `directory`;
+    returns parameters. `shape` 'tiny' is the tiny model's dimensions."""
+    if shape not in SHAPES and shape != "tiny":
+        raise ConfigError(f"Unknown model shape '{shape}'. Choose one of: tiny, {', '.join(SHAPES)}.")
+    if arch not in ARCHS:
+        raise ConfigError(f"Unknown architecture '{arch}'. Choose one of: {', '.join(ARCHS)}.")
     torch = require("torch", "building a random model")
     transformers = require("transformers", "building a random model")
-    from vibe_rl.engine.tiny import ensure_tiny_model
+    from vibe_rl.engine.tiny import MODEL_CONFIG, ensure_tiny_model
 
     tiny = ensure_tiny_model()
     out = Path(directory)
@@ -48,16 +54,22 @@ def build_random_model(shape: str, directory: str | Path, *, vocab: Literal["qwe
                                                                         "merges.txt", "chat_template.jinja")):
             shutil.copy(f, out / f.name)
     tok = transformers.AutoTokenizer.from_pretrained(str(tiny))
-    dims = dict(SHAPES[shape])
+    dims = dict(SHAPES[shape]) if shape != "tiny" else {
+        k: MODEL_CONFIG[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                                     "intermediate_size", "tie_word_embeddings")}
     n_layers = int(dims["num_hidden_layers"])
-    config = transformers.Qwen2Config(
-        vocab_size=QWEN_VOCAB if vocab == "qwen" else -(-len(tok) // 64) * 64,
-        max_position_embeddings=32768, rope_theta=1_000_000.0, rms_norm_eps=1e-6, use_sliding_window=False,
-        layer_types=["full_attention"] * n_layers, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
-        pad_token_id=tok.pad_token_id, bos_token_id=None, **dims)
+    common = dict(vocab_size=QWEN_VOCAB if vocab == "qwen" else -(-len(tok) // 64) * 64, max_position_embeddings=32768,
+                  rope_theta=1_000_000.0, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
+                  pad_token_id=tok.pad_token_id, bos_token_id=None, **dims)
+    if arch == "phi3":
+        config, cls = transformers.Phi3Config(rms_norm_eps=1e-5, **common), transformers.Phi3ForCausalLM
+    else:
+        config = transformers.Qwen2Config(rms_norm_eps=1e-6, use_sliding_window=False,
+                                          layer_types=["full_attention"] * n_layers, **common)
+        cls = transformers.Qwen2ForCausalLM
     torch.manual_seed(seed)
     with torch.device(device):
-        model = transformers.Qwen2ForCausalLM(config).to(getattr(torch, dtype))
+        model = cls(config).to(getattr(torch, dtype))
     model.generation_config.eos_token_id = config.eos_token_id
     model.save_pretrained(out, safe_serialization=True)
     return sum(p.numel() for p in model.parameters())

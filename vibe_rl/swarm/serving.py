@@ -38,6 +38,7 @@ import time
 from collections import deque
 from typing import Any
 
+from vibe_rl.engine.choice import refusal as engine_refusal
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import TrainJob
 from vibe_rl.swarm import bounds
@@ -104,12 +105,9 @@ class SwarmServing(UpdateLoop):
                                 "SwarmClient(url).auto_sync_train_config_and_start_engine(TrainJob(...)).",
                            code="missing_job")
         effective, notes = self.config.effective_job(job)
-        if effective.model.engine != "torch":  # refused here: the engine's own error would first ask to install it
-            raise ApiError(400, f"model.engine {effective.model.engine!r} is not wired into the swarm server of this "
-                                "release (the extra is declared for clusters only): installing it would not help. "
-                                "Send model.engine 'torch' (the default), or run that engine yourself behind an "
-                                "OpenAI-compatible URL and name it as a static model in the server's --config.",
-                           code="invalid_job", param="model.engine")
+        refused = engine_refusal(effective.model)  # before booting: the engine's own error would come later
+        if refused:
+            raise ApiError(400, refused, code="invalid_job", param="model.engine")
         if self.state != OFFLINE:
             if effective == self.job:
                 return self.status()
