@@ -7,8 +7,8 @@
         ep.end(1.0, {"winner": "civilian"})
 
 `begin_episode` / `end_episode` / `abort_episode` are the same steps one by one;
-`vibe_rl.swarm.client.episodes` has the multi-server variant and role routing; `vibe_rl.swarm.client.async_client`
-has the same client for asyncio code (it shares `_Transport`, the request/retry/auth logic).
+`episodes` (this room) has the multi-server variant, `routing` the role -> model routing, and
+`async_client` the same client for asyncio code (it shares `_Transport`, the request/retry/auth logic).
 
 Waiting and retries:
 - `begin_episode` waits (honouring Retry-After) while the engine boots or runs a
