@@ -78,7 +78,7 @@ def interval(values: list[float]) -> dict:
 
 def vote_parse_share(db: Path, uuids: list[str]) -> tuple[float | None, int]:
     """Share of the trainable model's vote calls (in these episodes) whose answer holds a parsable tool call."""
-    from vibe_rl.swarm.chat import parse_tool_calls
+    from vibe_rl.swarm.server.chat import parse_tool_calls
 
     with sqlite3.connect(db) as con:
         rows = con.execute(f"SELECT messages_json, response_text FROM turns WHERE static=0 AND episode_uuid IN "

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from vibe_rl.engine import SamplingParams, load_engine
 from vibe_rl.schema import EngineConfig, TrainConfig
-from vibe_rl.swarm.chat import render_prompt
+from vibe_rl.swarm.server.chat import render_prompt
 
 from agent_run import DESCRIBE, NAMES, VOTE, VOTE_TOOL, messages_for
 from game_engine import Game, new_game

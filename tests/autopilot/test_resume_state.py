@@ -12,8 +12,8 @@ from pathlib import Path
 from vibe_rl.autopilot import resume, signals
 from vibe_rl.autopilot.state import RunState, ServerProgress
 from vibe_rl.rl.samples import Turn
-from vibe_rl.swarm.pool import CompletedEpisode
-from vibe_rl.swarm.store import Store
+from vibe_rl.swarm.server.pool import CompletedEpisode
+from vibe_rl.swarm.server.store import Store
 
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
 

@@ -14,7 +14,7 @@ import pytest
 
 from vibe_rl.autopilot import identity
 from vibe_rl.schema.spec import TaskSpec
-from vibe_rl.swarm.store import Store
+from vibe_rl.swarm.server.store import Store
 
 from .conftest import report_of, run_cli
 

@@ -71,7 +71,7 @@ def test_an_unknown_logger_is_refused_with_the_choices(live_server):
 
 
 def test_the_plot_draws_held_out_eval_rewards_at_the_step_that_served_them(tmp_path):
-    from vibe_rl.swarm.curves import draw, eval_points
+    from vibe_rl.swarm.observe.curves import draw, eval_points
 
     updates = [{"step": 1, "reward_mean": 0.1, "reward_std": 0.0, "loss": 0.0, "eval/reward_mean": 0.05},
                {"step": 2, "reward_mean": 0.2, "reward_std": 0.1, "loss": 0.1},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vibe_rl.swarm.loggers import MetricsSink, make_loggers
+from vibe_rl.swarm.observe.loggers import MetricsSink, make_loggers
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import sys
 from obs_kit import play_to_step
 
 from vibe_rl.swarm import SwarmClient
-from vibe_rl.swarm.overwatch import sparkline
+from vibe_rl.swarm.observe.overwatch import sparkline
 
 
 def test_sparkline_scales_and_buckets():

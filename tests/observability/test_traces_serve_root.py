@@ -10,8 +10,8 @@ import httpx
 from helpers.servers import trace_viewer
 
 from vibe_rl.rl.samples import Turn
-from vibe_rl.swarm.pool import CompletedEpisode
-from vibe_rl.swarm.store import Store
+from vibe_rl.swarm.server.pool import CompletedEpisode
+from vibe_rl.swarm.server.store import Store
 
 CLI = [sys.executable, "-c", "from vibe_rl.cli import main; main()"]
 

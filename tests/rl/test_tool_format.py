@@ -42,7 +42,7 @@ def test_probes_find_what_each_real_template_renders(smol_tok, tiny_tok):
 
 
 def test_smollm2_prompts_carry_the_tools_and_the_earlier_calls(smol_tok):
-    from vibe_rl.swarm.chat import render_text
+    from vibe_rl.swarm.server.chat import render_text
 
     messages = [{"role": "system", "content": "You play a game."}, {"role": "user", "content": "Vote."},
                 {"role": "assistant", "content": None, "tool_calls": [CALL]},
@@ -60,7 +60,7 @@ def test_smollm2_prompts_carry_the_tools_and_the_earlier_calls(smol_tok):
 
 
 def test_a_template_that_renders_everything_is_left_alone(tiny_tok):
-    from vibe_rl.swarm.chat import render_text, to_template_messages
+    from vibe_rl.swarm.server.chat import render_text, to_template_messages
 
     messages = [{"role": "user", "content": "Vote."}, {"role": "assistant", "content": None, "tool_calls": [CALL]},
                 {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]
@@ -93,7 +93,7 @@ def test_after_a_short_sft_smollm2_answers_with_tool_calls_that_parse(smollm2_di
     steps on the documented format (rendered the way the server prompts it) teach it. Shares before and after."""
     from vibe_rl.engine import SamplingParams, load_engine
     from vibe_rl.schema import EngineConfig, LoraConfig, TrainConfig
-    from vibe_rl.swarm.chat import parse_tool_calls, render_prompt
+    from vibe_rl.swarm.server.chat import parse_tool_calls, render_prompt
 
     rng = random.Random(0)
 

@@ -11,8 +11,8 @@ import pytest
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.swarm import SwarmClient, Task, WorkflowOutput
-from vibe_rl.swarm.pool import CompletedEpisode, Pool, _std
-from vibe_rl.swarm.updates import build_batch
+from vibe_rl.swarm.server.pool import CompletedEpisode, Pool, _std
+from vibe_rl.swarm.server.updates import build_batch
 
 from .conftest import admin, error
 

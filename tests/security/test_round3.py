@@ -209,8 +209,8 @@ def test_item6_tool_schemas_are_measured_and_bounded(server):
     import openai
 
     from vibe_rl.swarm import SwarmClient
-    from vibe_rl.swarm.generate import INLINE_PROMPT_CHARS, _prompt_chars
     from vibe_rl.swarm.protocol import ChatCompletionRequest
+    from vibe_rl.swarm.server.generate import INLINE_PROMPT_CHARS, _prompt_chars
 
     def tool(description: str, name: str = "vote") -> dict:
         return {"type": "function", "function": {"name": name, "description": description,

@@ -109,7 +109,8 @@ def test_monitoring_md_names_the_real_status_and_traces_fields(server):
     """Every status key, pool/task/episode/update field, state and traces field that monitoring.md lists is in
     what a real server answers (with a finished update, a pooled task and a running episode)."""
     from vibe_rl.schema import RolloutConfig, TrainConfig, TrainJob
-    from vibe_rl.swarm import SwarmClient, Task, serving, updater
+    from vibe_rl.swarm import SwarmClient, Task
+    from vibe_rl.swarm.server import serving, updater
 
     swarm = SwarmClient(server)
     swarm.auto_sync_train_config_and_start_engine(

@@ -55,7 +55,7 @@ def endpoint_mentions(text: str) -> list[tuple[str | None, str]]:
 def server_routes() -> list[tuple[str, re.Pattern]]:
     """(method, path pattern) of every route the swarm server serves (FastAPI routers + the hot path)."""
     pytest.importorskip("fastapi", reason="the swarm server's routes need the 'server' extra")
-    from vibe_rl.swarm import hotpath, routers
+    from vibe_rl.swarm.server import hotpath, routers
 
     def pattern(path: str) -> re.Pattern:
         parts = re.split(r"(\{[^}]+\})", path)

@@ -121,7 +121,7 @@ def test_episodes_begun_and_never_ended_are_bounded(tmp_path, tiny_model_dir):
     """A client that leaks episodes gets a clear 503 at the server's limit instead of growing its memory."""
     port = free_port()
     exp = tmp_path / "cap"
-    code = ("from vibe_rl.swarm.app import serve; from vibe_rl.swarm.config import ServerConfig; "
+    code = ("from vibe_rl.swarm.server.app import serve; from vibe_rl.swarm.server.config import ServerConfig; "
             f"serve(ServerConfig(port={port}, model='tiny', experiment_dir={str(exp)!r}, overrides={FAST!r}, "
             "max_running_episodes=3))")
     log = tmp_path / "cap.log"

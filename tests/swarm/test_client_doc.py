@@ -112,7 +112,7 @@ def test_the_several_episodes_block_of_the_doc_plays_a_game(tmp_path, tiny_model
                               timeout=300, env={**os.environ, "VIBE_RL_SWARM_URL": server.url})
         assert done.returncode == 0, done.stderr[-3000:] + server.output()
         assert done.stdout.strip().endswith("played 0"), done.stdout
-        from vibe_rl.swarm.traces import TraceReader
+        from vibe_rl.swarm.observe.traces import TraceReader
 
         episodes = TraceReader(server.exp_dir).episodes()
         assert sorted(e["task_id"] for e in episodes) == ["7-seer", "7-wolves"]

@@ -12,8 +12,8 @@ import pytest
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.swarm import SwarmClient, Task, TrainJob, WorkflowOutput, run_in_flight
-from vibe_rl.swarm.pool import CompletedEpisode
-from vibe_rl.swarm.updates import build_batch
+from vibe_rl.swarm.server.pool import CompletedEpisode
+from vibe_rl.swarm.server.updates import build_batch
 
 
 def _turn(player: str, first: int) -> Turn:  # separate prompts: one sample per turn

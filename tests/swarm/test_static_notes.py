@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vibe_rl.schema.job import StaticModel
-from vibe_rl.swarm.static import local_notes, upstream_of
+from vibe_rl.swarm.server.static import local_notes, upstream_of
 
 
 def test_local_notes_name_the_unset_url_and_key_vars(monkeypatch):

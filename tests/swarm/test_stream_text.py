@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vibe_rl.swarm.chat import parse_tool_calls, trim_stop
-from vibe_rl.swarm.stream import TextStream
+from vibe_rl.swarm.server.chat import parse_tool_calls, trim_stop
+from vibe_rl.swarm.server.stream import TextStream
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import pytest
 
 from vibe_rl.schema import CollectionPolicy, TrainConfig, TrainJob
 from vibe_rl.swarm import run_in_flight
-from vibe_rl.swarm.chat import parse_tool_calls, render_prompt, to_template_messages, trim_stop
-from vibe_rl.swarm.config import ServerConfig
-from vibe_rl.swarm.pool import CompletedEpisode, Pool
+from vibe_rl.swarm.server.chat import parse_tool_calls, render_prompt, to_template_messages, trim_stop
+from vibe_rl.swarm.server.config import ServerConfig
+from vibe_rl.swarm.server.pool import CompletedEpisode, Pool
 
 
 def pool_with(policy: str, groups: dict[str, list[float]], batch_size: int = 2, grpo_n: int = 2) -> Pool:
@@ -149,8 +149,8 @@ def test_server_overrides_win_over_the_synced_job_and_say_so():
 
 def test_player_tags_cannot_overwrite_or_flood_the_reward_metrics():
     from vibe_rl.rl.samples import Turn
-    from vibe_rl.swarm.metrics import MAX_ROLES, batch_metrics
-    from vibe_rl.swarm.pool import CompletedEpisode
+    from vibe_rl.swarm.observe.metrics import MAX_ROLES, batch_metrics
+    from vibe_rl.swarm.server.pool import CompletedEpisode
 
     def episode(i: int, reward: float, player: str) -> CompletedEpisode:
         return CompletedEpisode(f"e{i}", "t", reward, [Turn([1], [2], [-0.1], player=player)])

@@ -18,7 +18,7 @@ from vibe_rl.engine.memory import server_fit
 from vibe_rl.errors import ConfigError
 from vibe_rl.schema.spec import TaskSpec
 from vibe_rl.swarm.auth import ENV_TOKEN_FILE, TOKEN_FILE_NAME, ensure_token_file
-from vibe_rl.swarm.static import local_note
+from vibe_rl.swarm.server.static import local_note
 
 # On a CPU machine a server's job is capped at these values: a config value that is already smaller is
 # kept, and a key the user sets with --set is left to the user.

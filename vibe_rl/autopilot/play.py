@@ -31,7 +31,7 @@ class PlayError(VibeRLError, RuntimeError):
 def _ended_episode(db: Path, task: str | None):
     if not db.is_file():
         return None
-    from vibe_rl.swarm.store import Store
+    from vibe_rl.swarm.server.store import Store
 
     store = Store(db)
     try:
@@ -102,7 +102,7 @@ def play(project: Path, mode: str | None = None, task: str | None = None, timeou
 
 
 def show(episode, out=print, width: int = 600) -> None:
-    from vibe_rl.swarm.chat import parse_tool_calls
+    from vibe_rl.swarm.server.chat import parse_tool_calls
 
     out(f"[vibe-rl] episode {episode.episode_uuid}: task {episode.task_id}, reward {episode.reward}, "
         f"{len(episode.turns)} call(s)")

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from vibe_rl.swarm.metrics import Rates
+from vibe_rl.swarm.observe.metrics import Rates
 
 
 def clock(seconds: float | None) -> str:

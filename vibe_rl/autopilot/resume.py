@@ -87,7 +87,7 @@ def prepare(root: Path, server: str, fingerprint: str, fresh: bool = False) -> S
 
 
 def _untrained(db: Path, step: int, record: Path, fingerprint: str, notes: list[str], server: str) -> tuple[int, int]:
-    from vibe_rl.swarm.store import Store
+    from vibe_rl.swarm.server.store import Store
 
     try:
         before = json.loads(record.read_text()).get("fingerprint")

@@ -20,7 +20,7 @@ ZERO_STREAK = 3  # this many zero-gradient updates in a row is flagged
 
 
 def _store(root: Path, server: str):
-    from vibe_rl.swarm.store import Store
+    from vibe_rl.swarm.server.store import Store
 
     path = Path(root) / "experiments" / server / "swarm.sqlite"
     return Store(path) if path.is_file() else None
@@ -55,7 +55,7 @@ def describe_job(job: dict[str, Any]) -> str:
 
 def unparseable_share(root: Path, server: str, limit: int = 400) -> tuple[int, int]:
     """(answers without a parseable tool call, trainable answers) among the latest `limit` recorded turns."""
-    from vibe_rl.swarm.chat import parse_tool_calls
+    from vibe_rl.swarm.server.chat import parse_tool_calls
 
     store = _store(root, server)
     if store is None:

@@ -18,7 +18,7 @@ def register_plot(swarm: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the updates and the learning summary as JSON."),
     ) -> None:
         """Draw reward mean +- std and loss per weight update with matplotlib; print the reward per step."""
-        from vibe_rl.swarm import curves
+        from vibe_rl.swarm.observe import curves
 
         if out is not None:  # before reading anything: matplotlib would write DIR.png, or fail with a traceback
             _check_out(out)

@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
                        "(set VIBE_RL_FIX_MODEL with OPENAI_API_KEY/OPENAI_BASE_URL or ANTHROPIC_API_KEY)")
         report = runner.run()
         typer.echo(report.render())
-        from vibe_rl.swarm.curves import write_run_curves
+        from vibe_rl.swarm.observe.curves import write_run_curves
 
         for line in write_run_curves(project):  # reward and loss per step, next to the report (logs/)
             typer.echo(line)

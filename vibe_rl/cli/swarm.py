@@ -57,8 +57,8 @@ def register(app: typer.Typer) -> None:
         from vibe_rl.engine import distributed
         from vibe_rl.errors import ConfigError
         from vibe_rl.schema import TrainJob
-        from vibe_rl.swarm.config import ServerConfig
-        from vibe_rl.swarm.protocol import ApiError
+        from vibe_rl.swarm.server.config import ServerConfig
+        from vibe_rl.swarm.server.errors import ApiError
 
         for option, value, example in (("--config", config, "config.yaml"), ("--token-file", token_file, "swarm.token")):
             if value and Path(value).is_dir():
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
                                  cpu=ranks.forces_cpu(list(set_), config))
         if role == ranks.WORKER_DONE:
             return
-        from vibe_rl.swarm.app import serve
+        from vibe_rl.swarm.server.app import serve
 
         if base is not None:  # print the override notes up front, not only when a client syncs
             try:
@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Live view of a swarm server: state, step, pool, running episodes, tasks."""
         from vibe_rl.cli.checks import check_token_env, check_url
-        from vibe_rl.swarm.overwatch import run
+        from vibe_rl.swarm.observe.overwatch import run
 
         check_token_env()
         check_url(url)

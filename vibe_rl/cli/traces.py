@@ -15,7 +15,7 @@ def open_traces(experiment_dir: Path):
     import sqlite3
 
     from vibe_rl.errors import ConfigError
-    from vibe_rl.swarm.traces import DB_NAME, TraceReader
+    from vibe_rl.swarm.observe.traces import DB_NAME, TraceReader
 
     reader = TraceReader(experiment_dir)  # fails, with the fix, when there is no swarm.sqlite
     try:
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
 
         The pages open only in a browser that opened the one-time login link printed at the start."""
         from vibe_rl.cli.checks import check_port
-        from vibe_rl.swarm.ui import serve as serve_ui
+        from vibe_rl.swarm.observe.ui import serve as serve_ui
 
         open_traces(experiment_dir)  # fails early, with the fix, when there is no usable swarm.sqlite
         check_port(host, port)

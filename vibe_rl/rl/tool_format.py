@@ -12,7 +12,7 @@ what the template cannot render is written into the messages themselves, in one 
 - an assistant message's tool_calls: appended to its content, one `<tool_call>` block per call;
 - a `tool` message: a `user` message whose content is `<tool_response>...</tool_response>`.
 
-The swarm server renders every prompt this way (`vibe_rl.swarm.chat`) and SFT renders its examples the same
+The swarm server renders every prompt this way (`vibe_rl.swarm.server.chat`) and SFT renders its examples the same
 way (`vibe_rl.rl.sft`), so a model is trained on exactly the format it is later prompted with.
 """
 

@@ -20,14 +20,22 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from vibe_rl.errors import VibeRLError
 from vibe_rl.schema.job import TrainJob
 from vibe_rl.schema.spec import SPEC_FILE, TaskSpec
 
-if TYPE_CHECKING:
-    from vibe_rl.scaffold.doctor import Doctor
+
+class Doctor(Protocol):
+    """What the plan checks need of `doctor.Doctor`: the project, its parsed files, and where findings go."""
+
+    root: Path
+    trees: dict[str, ast.Module]
+    unreadable: set[str]
+
+    def add(self, level: str, file: str, line: int, message: str, fix: str) -> None: ...
 
 _HEADER = re.compile(r"^# TrainJob of swarm server '([^']+)' \(port (\d+), (\d+) GPUs")
 

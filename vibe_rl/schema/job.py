@@ -118,7 +118,7 @@ class ExperimentConfig(BaseModel):
     dir: str = Field(default="experiments/vibe_rl", description="Checkpoints, SQLite episodes and logs go here")
     loggers: list[str] = Field(
         default_factory=lambda: ["jsonl"], description="Where per-update metrics go: any of jsonl (metrics.jsonl), "
-        "tensorboard, swanlab, wandb (offline/local mode without an API key); see vibe_rl.swarm.loggers")
+        "tensorboard, swanlab, wandb (offline/local mode without an API key); see vibe_rl.swarm.observe.loggers")
 
 
 class StaticModel(BaseModel):

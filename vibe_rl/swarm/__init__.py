@@ -1,15 +1,24 @@
 """The swarm: a training server per trainable model, and its light client.
 
+    client/    what a project's roll script imports: SwarmClient, AsyncSwarmClient, episodes,
+               routing of roles to models, the task schedule (no torch, no fastapi)
+    server/    the training server: build_app, serving, the hot path, the pool, the store, updates
+    observe/   seeing training: metrics and loggers, curves, traces and their viewer, overwatch
+    protocol   the wire models both sides speak; auth: the admin token's files, read by both sides;
+    launch     spawn a server process, wait for /healthz, stop it
+
 Importing this package is light (no torch, no fastapi): a generated project's
-`agent_roll.py` needs only the client. The server lives in `vibe_rl.swarm.app`.
+`agent_roll.py` needs only the client, whose public names are re-exported here.
+The server is `vibe_rl.swarm.server.app`.
 """
 
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.schema.task_data import TaskColumns, load_tasks
-from vibe_rl.swarm.async_client import AsyncEpisode, AsyncSwarmClient
-from vibe_rl.swarm.client import InFlightReport, SwarmClient, SwarmHTTPError, run_in_flight
-from vibe_rl.swarm.episodes import Episode, Episodes, LLMRouter, NotAnEpisodeError, RoleLLM, open_episodes
-from vibe_rl.swarm.schedule import schedule, split_held_out
+from vibe_rl.swarm.client.async_client import AsyncEpisode, AsyncSwarmClient
+from vibe_rl.swarm.client.episodes import Episode, Episodes, NotAnEpisodeError, open_episodes
+from vibe_rl.swarm.client.routing import LLMRouter, RoleLLM
+from vibe_rl.swarm.client.schedule import schedule, split_held_out
+from vibe_rl.swarm.client.sync_client import InFlightReport, SwarmClient, SwarmHTTPError, run_in_flight
 
 __all__ = [
     "AsyncEpisode",

@@ -70,7 +70,7 @@ class StreamOptions(BaseModel):
 
 class ChatCompletionRequest(_OpenAIRequest):
     """`POST /v1/chat/completions`. docs/openai-compat.md says, field by field, what is served, refused
-    (400) or ignored; `vibe_rl.swarm.openai_compat` enforces it."""
+    (400) or ignored; `vibe_rl.swarm.server.openai_compat` enforces it."""
 
     model: str = Field(description="The served trainable model name, or a configured static model name")
     messages: list[ChatMessage] = Field(min_length=1, description="The conversation so far")
@@ -279,44 +279,3 @@ class ModelList(_Response):
 
     object: str = Field(default="list", description="Always 'list'")
     data: list[ModelCard] = Field(default_factory=list, description="The served models")
-
-
-# ---------------------------------------------------------------- errors
-
-
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    405: "invalid_request_error",
-    409: "conflict_error",
-    410: "invalid_request_error",
-    413: "invalid_request_error",
-    422: "invalid_request_error",
-    429: "rate_limit_error",
-    500: "server_error",
-    503: "service_unavailable",
-}
-
-
-class ApiError(Exception):
-    """An error value the serving layer returns (or raises) and the app renders as
-    OpenAI's `{"error": {"message", "type", "param", "code"}}` envelope."""
-
-    def __init__(self, status: int, message: str, code: str | None = None, param: str | None = None,
-                 retry_after: float | None = None):
-        super().__init__(message)
-        self.status, self.message, self.code, self.param = status, message, code, param
-        self.retry_after = retry_after
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"message": self.message, "type": ERROR_TYPES.get(self.status, "invalid_request_error"),
-                          "param": self.param, "code": self.code}}
-
-    def headers(self) -> dict[str, str]:
-        if self.retry_after is None:
-            return {}
-        # Retry-After is whole seconds by the spec; the openai SDK prefers retry-after-ms.
-        return {"Retry-After": str(max(1, round(self.retry_after))),
-                "retry-after-ms": str(int(self.retry_after * 1000))}

@@ -1,4 +1,4 @@
-"""Episodes as context managers, and routing each game role to its model.
+"""Episodes as context managers (routing each game role to its model is `routing.py`).
 
     with swarm.episode(task, timeout=600) as ep:          # one server
         reply = ep.openai().chat.completions.create(model=ep.model, messages=..., user="spy:player_3")
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from vibe_rl.errors import ConfigError, SwarmError
@@ -29,18 +29,19 @@ from vibe_rl.extras import require
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
 
 if TYPE_CHECKING:
-    from vibe_rl.swarm.client import SwarmClient
     from vibe_rl.swarm.protocol import EndEpisodeResponse
 
 log = logging.getLogger("vibe_rl.swarm.episodes")
 
 
-class Endpoint(Protocol):
-    """What a router needs of an episode: OpenAI credentials (Episode and OpenaiBaseUrlAndApiKey both fit)."""
+class EpisodeServer(Protocol):
+    """What an episode needs of its server's client (SwarmClient fits): begin, end and abort an episode."""
 
-    base_url: str
-    api_key: str
-    model: str
+    def begin(self, task: Task, timeout: float | None = None, eval: bool = False) -> Episode: ...
+
+    def end_episode(self, task: Task, episode_uuid: str, output: WorkflowOutput) -> dict[str, Any]: ...
+
+    def abort_episode(self, episode_uuid: str) -> dict[str, Any]: ...
 
 
 class EpisodeCredentials:
@@ -67,7 +68,7 @@ class EpisodeCredentials:
 class Episode(EpisodeCredentials):
     """One open episode on one server: its OpenAI credentials, then `end(reward)` or `abort()`."""
 
-    client: SwarmClient
+    client: EpisodeServer
 
     def end(self, reward: float | WorkflowOutput, metadata: dict[str, Any] | None = None) -> EndEpisodeResponse:
         """Report the reward (a number and optional metadata, or a WorkflowOutput that holds both); the server
@@ -211,7 +212,7 @@ class _Block(contextlib.AbstractContextManager):
 
 
 @contextlib.contextmanager
-def _open_episode(client: SwarmClient, task: Task, timeout: float | None = None,
+def _open_episode(client: EpisodeServer, task: Task, timeout: float | None = None,
                   eval: bool = False) -> Iterator[Episode]:
     if not isinstance(task, Task):
         task = Task.model_validate(task)
@@ -220,14 +221,14 @@ def _open_episode(client: SwarmClient, task: Task, timeout: float | None = None,
         yield ep
 
 
-def open_episode(client: SwarmClient, task: Task, timeout: float | None = None,
+def open_episode(client: EpisodeServer, task: Task, timeout: float | None = None,
                  eval: bool = False) -> contextlib.AbstractContextManager[Episode]:
     """`SwarmClient.episode`: begin an episode of `task`, yield it, abort it on an exception."""
     return _Block(_open_episode(client, task, timeout=timeout, eval=eval), "swarm.episode(task)",
                   "`ep = swarm.begin(task)` to end or abort it yourself")
 
 
-def open_episodes(servers: Mapping[str, SwarmClient], task: Task | Mapping[str, Task], timeout: float | None = None,
+def open_episodes(servers: Mapping[str, EpisodeServer], task: Task | Mapping[str, Task], timeout: float | None = None,
                   eval: bool = False) -> contextlib.AbstractContextManager[Episodes]:
     """One episode per name in `servers` (the same client may appear under several names, e.g. one episode
     per team), all of `task` or each of its own task (`{name: Task}`); aborted together on an exception."""
@@ -236,7 +237,7 @@ def open_episodes(servers: Mapping[str, SwarmClient], task: Task | Mapping[str, 
 
 
 @contextlib.contextmanager
-def _open_episodes(servers: Mapping[str, SwarmClient], task: Task | Mapping[str, Task], timeout: float | None = None,
+def _open_episodes(servers: Mapping[str, EpisodeServer], task: Task | Mapping[str, Task], timeout: float | None = None,
                    eval: bool = False) -> Iterator[Episodes]:
     tasks = task if isinstance(task, Mapping) and not isinstance(task, Task) else dict.fromkeys(servers, task)
     missing = sorted(set(servers) - set(tasks))
@@ -254,51 +255,3 @@ def _open_episodes(servers: Mapping[str, SwarmClient], task: Task | Mapping[str,
         raise
     with _closing(list(opened.values())):
         yield opened
-
-
-class RoleLLM:
-    """The model one role talks to: an OpenAI client and the model name to pass."""
-
-    def __init__(self, client: Any, model: str, role: str):
-        self.client, self.model, self.role = client, model, role
-
-    def chat(self, messages: list[dict[str, Any]], user: str, **kwargs: Any) -> Any:
-        """One chat call; returns the first choice's message. `user` tags the call, e.g. 'spy:player_3'."""
-        reply = self.client.chat.completions.create(model=self.model, messages=messages, user=user, **kwargs)
-        return reply.choices[0].message
-
-
-class LLMRouter:
-    """role -> RoleLLM, from a team table such as `{"civilian": "server1", "spy": "qwen-max"}`.
-
-    A target that names an open endpoint (or is listed in `trainable`) is a trainable server: calls use that
-    episode's model. Any other target is a static model, called by name through an episode's URL (the
-    server forwards it). `episode_for(role)` picks the endpoint a role's calls go through; by default the
-    target's own, else the first. One OpenAI client is made per episode key.
-    """
-
-    def __init__(self, team_models: Mapping[str, str], endpoints: Mapping[str, Endpoint],
-                 trainable: Collection[str] | None = None, episode_for: Callable[[str], str] | None = None,
-                 max_retries: int = 3):
-        if not endpoints:
-            raise SwarmError("LLMRouter needs at least one open episode to route calls through.")
-        self.team_models, self.endpoints = dict(team_models), dict(endpoints)
-        self.trainable = set(trainable) if trainable is not None else set(self.endpoints)
-        self.episode_for = episode_for or (lambda role: self.team_models[role] if self.team_models[role] in
-                                           self.endpoints else next(iter(self.endpoints)))
-        self.max_retries = max_retries
-        self._clients: dict[str, Any] = {}
-
-    def llm_for(self, role: str) -> RoleLLM:
-        if role not in self.team_models:
-            raise SwarmError(f"Role '{role}' is not in the team table {sorted(self.team_models)}; add it there.")
-        target, name = self.team_models[role], self.episode_for(role)
-        if name not in self.endpoints:
-            raise SwarmError(f"episode_for({role!r}) named {name!r}, which is not an open episode "
-                             f"{sorted(self.endpoints)}.")
-        via = self.endpoints[name]
-        if via.api_key not in self._clients:
-            openai = require("openai", "calling models with the openai SDK")
-            self._clients[via.api_key] = openai.OpenAI(base_url=via.base_url, api_key=via.api_key,
-                                                       max_retries=self.max_retries)
-        return RoleLLM(self._clients[via.api_key], via.model if target in self.trainable else target, role)

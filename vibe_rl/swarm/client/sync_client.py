@@ -7,8 +7,8 @@
         ep.end(1.0, {"winner": "civilian"})
 
 `begin_episode` / `end_episode` / `abort_episode` are the same steps one by one;
-`vibe_rl.swarm.episodes` has the multi-server variant and role routing; `vibe_rl.swarm.async_client`
-has the same client for asyncio code (it shares `_Transport`, the request/retry/auth logic).
+`episodes` (this room) has the multi-server variant, `routing` the role -> model routing, and
+`async_client` the same client for asyncio code (it shares `_Transport`, the request/retry/auth logic).
 
 Waiting and retries:
 - `begin_episode` waits (honouring Retry-After) while the engine boots or runs a
@@ -46,7 +46,7 @@ from vibe_rl.config import unknown_keys
 from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
-from vibe_rl.swarm.episodes import Episode, as_json, open_episode
+from vibe_rl.swarm.client.episodes import Episode, as_json, open_episode
 from vibe_rl.swarm.protocol import EngineStatus, Update
 
 log = logging.getLogger("vibe_rl.swarm.client")

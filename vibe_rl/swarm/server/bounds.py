@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import math
 
-from vibe_rl.swarm.config import ServerConfig
-from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest, EndEpisodeRequest
+from vibe_rl.swarm.protocol import ChatCompletionRequest, EndEpisodeRequest
+from vibe_rl.swarm.server.config import ServerConfig
+from vibe_rl.swarm.server.errors import ApiError
 
 
 def check_end(cfg: ServerConfig, req: EndEpisodeRequest) -> None:

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from vibe_rl.config import unknown_keys
 from vibe_rl.schema import TrainJob
-from vibe_rl.swarm.protocol import ApiError
-from vibe_rl.swarm.serving import SwarmServing
+from vibe_rl.swarm.server.errors import ApiError, validation_error
+from vibe_rl.swarm.server.serving import SwarmServing
 
 
 def _serving(request: Request) -> SwarmServing:
@@ -58,8 +58,6 @@ async def start(request: Request) -> Response:
     try:
         job = None if data is None else TrainJob.model_validate(data)
     except ValidationError as exc:
-        from vibe_rl.swarm.app import validation_error
-
         err = validation_error(exc.errors())
         raise ApiError(400, err.message.replace("Invalid request:", "Invalid TrainJob:", 1), code="invalid_job",
                        param=err.param) from None
@@ -91,7 +89,7 @@ async def login_link(request: Request) -> Response:
 
 
 def _viewer_login(request: Request) -> Response:
-    from vibe_rl.swarm.login import SECURITY_HEADERS, login_page
+    from vibe_rl.swarm.server.login import SECURITY_HEADERS, login_page
 
     logins = request.app.state.logins
     session = logins.redeem(request.query_params.get("code"))
@@ -106,10 +104,10 @@ def _viewer_login(request: Request) -> Response:
 @control.get("/ui")
 @control.get("/ui/{rest:path}")
 async def ui(request: Request, rest: str = "") -> Response:
-    """The trace viewer (vibe_rl.swarm.ui) over this server's experiment dir: the admin token, or the session
+    """The trace viewer (vibe_rl.swarm.observe.ui) over this server's experiment dir: the admin token, or the session
     cookie of a one-time login link (`vibe-rl swarm ui`)."""
-    from vibe_rl.swarm.login import SECURITY_HEADERS
-    from vibe_rl.swarm.ui import page
+    from vibe_rl.swarm.observe.ui import page
+    from vibe_rl.swarm.server.login import SECURITY_HEADERS
 
     if rest.rstrip("/") == "login":
         return _viewer_login(request)
@@ -127,7 +125,7 @@ async def traces(request: Request, limit: int = 200) -> Response:
     return _json(_serving(request).traces_view(limit))
 
 
-# The hot endpoints (begin, chat, end, abort) live in `vibe_rl.swarm.hotpath`.
+# The hot endpoints (begin, chat, end, abort) live in `vibe_rl.swarm.server.hotpath`.
 
 openai = APIRouter(prefix="/v1")
 

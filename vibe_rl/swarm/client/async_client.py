@@ -6,7 +6,7 @@
             reply = await llm.chat.completions.create(model=ep.model, messages=..., user="spy:player_3")
             await ep.end(1.0, {"winner": "civilian"})
 
-Requests, credentials, retries and waiting are SwarmClient's (`vibe_rl.swarm.client._Transport` makes the
+Requests, credentials, retries and waiting are SwarmClient's (`vibe_rl.swarm.client.sync_client._Transport` makes the
 decisions; this module only awaits them).
 
 Cancellation: a begin cancelled by asyncio (`asyncio.wait_for`, `asyncio.timeout`, a cancelled task) never
@@ -29,8 +29,8 @@ import httpx
 
 from vibe_rl.errors import SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
-from vibe_rl.swarm.client import _Transport
-from vibe_rl.swarm.episodes import EpisodeCredentials, NotAnEpisodeError, end_output, log_failed_abort
+from vibe_rl.swarm.client.episodes import EpisodeCredentials, NotAnEpisodeError, end_output, log_failed_abort
+from vibe_rl.swarm.client.sync_client import _Transport
 from vibe_rl.swarm.protocol import EngineStatus, Update
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Any
 
 from vibe_rl.errors import ConfigError
 from vibe_rl.extras import require
-from vibe_rl.swarm.loggers import METRICS_FILE, read_jsonl
+from vibe_rl.swarm.observe.loggers import METRICS_FILE, read_jsonl
 
 
 def load_updates(exp_dir: str | Path) -> list[dict[str, Any]]:

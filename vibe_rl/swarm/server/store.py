@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from vibe_rl.rl.samples import Turn
-from vibe_rl.swarm.pool import CompletedEpisode
+from vibe_rl.swarm.server.pool import CompletedEpisode
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS episodes (

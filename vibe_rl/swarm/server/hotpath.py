@@ -6,7 +6,7 @@ work itself). They parse with the same pydantic models, answer errors in the sam
 OpenAI envelope, and everything else (control, /v1/models, 404s, lifespan) goes on
 to the FastAPI app unchanged.
 
-Before any route, `vibe_rl.swarm.guard.Guard` checks Host/Origin, the JSON content
+Before any route, `vibe_rl.swarm.server.guard.Guard` checks Host/Origin, the JSON content
 type, the body size (413) and the admin token of control routes; bodies of every
 POST are read here, capped, and replayed to the FastAPI app.
 
@@ -27,21 +27,19 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vibe_rl.swarm.auth import bearer
-from vibe_rl.swarm.guard import Guard, header
 from vibe_rl.swarm.protocol import (
     AbortEpisodeRequest,
-    ApiError,
     BeginEpisodeRequest,
     ChatCompletionRequest,
     EndEpisodeRequest,
 )
+from vibe_rl.swarm.server.errors import ApiError, validation_error
+from vibe_rl.swarm.server.guard import Guard, header
 
 log = logging.getLogger("vibe_rl.swarm")
 
 
 def _parse(model: type[BaseModel], raw: bytes) -> Any:
-    from vibe_rl.swarm.app import validation_error
-
     try:
         return model.model_validate_json(raw or b"{}")
     except ValidationError as exc:
@@ -100,8 +98,8 @@ async def chat(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
 
 
 async def completions(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
-    from vibe_rl.swarm.completions import complete
     from vibe_rl.swarm.protocol import CompletionRequest
+    from vibe_rl.swarm.server.completions import complete
 
     return await complete(serving, _parse(CompletionRequest, raw), _episode_key(serving, scope),
                           _header(scope, b"x-player"), timing)

@@ -9,7 +9,7 @@
 Served by `vibe-rl traces serve EXPERIMENT_DIR` (stdlib HTTP server, loopback; the index at `/` and `/ui`,
 episodes under `/ui/episode/<uuid>`) and by the swarm
 server under `/control/ui`; both open for a browser through a one-time login link and a session cookie
-(`vibe_rl.swarm.login`), the swarm server also for the admin token.
+(`vibe_rl.swarm.server.login`), the swarm server also for the admin token.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from vibe_rl.swarm.traces import TraceReader
+from vibe_rl.swarm.observe.traces import TraceReader
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse}
@@ -122,14 +122,14 @@ def serve(exp_dir: str, host: str = "127.0.0.1", port: int = 8765, allowed_hosts
     """Serve the viewer of a finished (or running) experiment until Ctrl-C (stdlib HTTP server).
 
     Its pages hold every prompt and answer of the run, so they open only with the session cookie of the one-time
-    login link printed at the start (vibe_rl.swarm.login), and only under a Host/Origin that names this server
+    login link printed at the start (vibe_rl.swarm.server.login), and only under a Host/Origin that names this server
     (loopback names, the bind address, `allowed_hosts`: no DNS rebinding)."""
     import secrets
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import parse_qsl, unquote, urlsplit
 
-    from vibe_rl.swarm.guard import Guard
-    from vibe_rl.swarm.login import SECURITY_HEADERS, Logins, login_page
+    from vibe_rl.swarm.server.guard import Guard
+    from vibe_rl.swarm.server.login import SECURITY_HEADERS, Logins, login_page
 
     guard = Guard(host, secrets.token_urlsafe(32), list(allowed_hosts or []), 1024)
     logins: Logins

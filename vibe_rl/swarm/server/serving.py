@@ -21,7 +21,7 @@ Episode lifecycle (documented contract):
 - Episodes idle longer than their discard timeout are discarded and counted;
   later calls on them get 410 with the reason. Unknown ids/keys get 404/401.
 - `end` and `abort` need the episode's own key or the admin token (checked by
-  `vibe_rl.swarm.guard` for every other control route). An `end` of an episode this
+  `vibe_rl.swarm.server.guard` for every other control route). An `end` of an episode this
   process does not know while the engine is not ROLLING answers 503/429 (it may be
   stored, and the store opens with the engine), so a client retries instead of failing.
 - Bounds (ServerConfig): |reward| <= max_abs_reward, task_id length, metadata size,
@@ -41,13 +41,14 @@ from typing import Any
 from vibe_rl.engine.choice import refusal as engine_refusal
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import TrainJob
-from vibe_rl.swarm import bounds
-from vibe_rl.swarm.config import ServerConfig
-from vibe_rl.swarm.pool import CompletedEpisode, Pool
-from vibe_rl.swarm.protocol import ApiError, BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest
-from vibe_rl.swarm.registry import Episode, EpisodeRegistry
-from vibe_rl.swarm.static import StaticRouter
-from vibe_rl.swarm.updater import ROLLING, WEIGHT_SYNCING, UpdateLoop  # noqa: F401  (re-exported states)
+from vibe_rl.swarm.protocol import BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest
+from vibe_rl.swarm.server import bounds
+from vibe_rl.swarm.server.config import ServerConfig
+from vibe_rl.swarm.server.errors import ApiError
+from vibe_rl.swarm.server.pool import CompletedEpisode, Pool
+from vibe_rl.swarm.server.registry import Episode, EpisodeRegistry
+from vibe_rl.swarm.server.static import StaticRouter
+from vibe_rl.swarm.server.updater import ROLLING, WEIGHT_SYNCING, UpdateLoop  # noqa: F401  (re-exported states)
 
 log = logging.getLogger("vibe_rl.swarm")
 
@@ -77,7 +78,7 @@ class SwarmServing(UpdateLoop):
         self.aborted = 0
         self.eval_rewards: list[float] = []  # rewards of eval episodes ended since the last update
         self.last_update: dict[str, Any] | None = None
-        self.sink: Any = None  # vibe_rl.swarm.loggers.MetricsSink: per-update metrics to the job's loggers
+        self.sink: Any = None  # vibe_rl.swarm.observe.loggers.MetricsSink: per-update metrics to the job's loggers
         # cumulative since the server started, for rates (overwatch, vibe-rl run's progress line)
         self.counters = {"llm_calls": 0, "generated_tokens": 0, "episodes_ended": 0}
         self.inflight = 0
@@ -86,7 +87,7 @@ class SwarmServing(UpdateLoop):
         self._drained.set()
         self._tasks: set[asyncio.Task] = set()
         self._update_task: asyncio.Task | None = None
-        from vibe_rl.swarm import updates  # noqa: F401  (server-side module, imported with the server)
+        from vibe_rl.swarm.server import updates  # noqa: F401  (server-side module, imported with the server)
 
         self.updates = updates
 
@@ -225,7 +226,7 @@ class SwarmServing(UpdateLoop):
             "job": self.job.model_dump(mode="json") if self.job else None,
             "counters": dict(self.counters),  # llm_calls, generated_tokens (trainable model), episodes_ended
             # how tools reach the model: 'template' (its chat template renders them) or 'prompt' (written into
-            # the messages in the documented Hermes format, vibe_rl.swarm.chat)
+            # the messages in the documented Hermes format, vibe_rl.swarm.server.chat)
             "chat_template": self._template_view(),
         }
 
@@ -233,7 +234,7 @@ class SwarmServing(UpdateLoop):
         tokenizer = getattr(self.engine, "tokenizer", None) if self.engine is not None else None
         if tokenizer is None:
             return None
-        from vibe_rl.swarm.chat import template_support
+        from vibe_rl.swarm.server.chat import template_support
 
         return template_support(tokenizer).describe()
 
@@ -365,7 +366,7 @@ class SwarmServing(UpdateLoop):
 
     async def chat(self, req: ChatCompletionRequest, api_key: str | None, player_header: str | None,
                    timing: dict[str, Any]) -> Any:
-        from vibe_rl.swarm import generate
+        from vibe_rl.swarm.server import generate
 
         ep = self.registry.for_key(api_key)
         bounds.check_messages(self.config, req)

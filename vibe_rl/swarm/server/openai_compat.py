@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest, CompletionRequest
+from vibe_rl.swarm.protocol import ChatCompletionRequest, CompletionRequest
+from vibe_rl.swarm.server.errors import ApiError
 
 # Accepted and deliberately without effect on a local engine (they tune hosted services).
 IGNORED = {"store", "metadata", "service_tier", "parallel_tool_calls", "prompt_cache_key", "safety_identifier",

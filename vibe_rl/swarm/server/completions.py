@@ -13,11 +13,12 @@ import uuid
 from typing import Any
 
 from vibe_rl.rl.samples import Turn
-from vibe_rl.swarm.chat import PrefixCache, trim_stop
-from vibe_rl.swarm.generate import ChatResult, sampling_for, submit
-from vibe_rl.swarm.openai_compat import cap_fields, check_completion
-from vibe_rl.swarm.protocol import ApiError, CompletionRequest
-from vibe_rl.swarm.stream import TokenFeed, completion_events
+from vibe_rl.swarm.protocol import CompletionRequest
+from vibe_rl.swarm.server.chat import PrefixCache, trim_stop
+from vibe_rl.swarm.server.errors import ApiError
+from vibe_rl.swarm.server.generate import ChatResult, sampling_for, submit
+from vibe_rl.swarm.server.openai_compat import cap_fields, check_completion
+from vibe_rl.swarm.server.stream import TokenFeed, completion_events
 
 
 def _prompts(req: CompletionRequest) -> list[str | list[int]]:

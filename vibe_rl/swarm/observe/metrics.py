@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vibe_rl.rl.samples import retokenized_turns
-from vibe_rl.swarm.pool import CompletedEpisode
+
+if TYPE_CHECKING:  # the groups an update trains: read, never built here
+    from vibe_rl.swarm.server.pool import CompletedEpisode
 
 # engine keys that are counts (ints on the wire), and engine keys renamed so `step` stays the global step
 COUNT_KEYS = ("num_samples", "num_loss_tokens", "zero_advantage_samples", "truncated_samples",

@@ -21,7 +21,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from vibe_rl.swarm.metrics import Rates
+from vibe_rl.swarm.observe.metrics import Rates
 
 PILE_UP_FACTOR = 2.0  # a group this many times larger than grpo_n is suspicious
 RUNNING_ROWS = 10  # running episodes listed; the rest are counted

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.swarm.auth import same_token
-from vibe_rl.swarm.chat import PrefixCache
-from vibe_rl.swarm.protocol import ApiError
+from vibe_rl.swarm.server.chat import PrefixCache
+from vibe_rl.swarm.server.errors import ApiError
 
 
 @dataclass

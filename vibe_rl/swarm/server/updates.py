@@ -34,9 +34,9 @@ from typing import Any
 
 from vibe_rl.errors import VibeRLError
 from vibe_rl.schema import EngineConfig, TrainJob
-from vibe_rl.swarm.loggers import MetricsSink, make_loggers
-from vibe_rl.swarm.metrics import batch_metrics, engine_metrics
-from vibe_rl.swarm.pool import CompletedEpisode
+from vibe_rl.swarm.observe.loggers import MetricsSink, make_loggers
+from vibe_rl.swarm.observe.metrics import batch_metrics, engine_metrics
+from vibe_rl.swarm.server.pool import CompletedEpisode
 
 
 class CheckpointError(VibeRLError, OSError):
@@ -69,7 +69,7 @@ def latest_checkpoint(job: TrainJob) -> tuple[int, Path] | None:
 def boot(job: TrainJob) -> Booted:
     """Load the engine, resume from the latest checkpoint, and recover untrained episodes."""
     from vibe_rl.engine import load_engine
-    from vibe_rl.swarm.store import Store
+    from vibe_rl.swarm.server.store import Store
 
     Path(job.experiment.dir).mkdir(parents=True, exist_ok=True)
     # loggers first: a missing extra (tensorboard, wandb, swanlab) fails the boot at once, naming the extra
@@ -93,7 +93,7 @@ def boot(job: TrainJob) -> Booted:
                      "(they will be trained on in the next updates)")
     tokenizer = getattr(engine, "tokenizer", None)
     if tokenizer is not None:
-        from vibe_rl.swarm.chat import template_support
+        from vibe_rl.swarm.server.chat import template_support
 
         template_note = template_support(tokenizer).note()
         if template_note:

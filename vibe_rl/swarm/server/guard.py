@@ -1,6 +1,6 @@
 """Request checks that run before any route: Host/Origin, content type, body size, credentials.
 
-Called by `vibe_rl.swarm.hotpath.HotPath` (the outermost ASGI app) for every HTTP
+Called by `vibe_rl.swarm.server.hotpath.HotPath` (the outermost ASGI app) for every HTTP
 request, so control routes, hot routes and unknown routes are checked alike:
 
 - `Host` must name this server: a loopback name when bound to loopback, the bind
@@ -13,7 +13,7 @@ request, so control routes, hot routes and unknown routes are checked alike:
   but identity: 415) and stay under `max_body_bytes` (413).
 - `/control/*` and `/episode/begin` need the admin token (`Authorization: Bearer T`
   or `x-vibe-rl-token: T`), except the viewer's pages (GET `/control/ui...`), which also open with the session
-  cookie of a one-time login link (`vibe-rl swarm ui`, `vibe_rl.swarm.login`); `/v1/models` needs the admin token or an episode key this server issued.
+  cookie of a one-time login link (`vibe-rl swarm ui`, `vibe_rl.swarm.server.login`); `/v1/models` needs the admin token or an episode key this server issued.
   `/episode/end|abort` and chat calls are checked by the serving layer (the episode's key,
   or the admin token for end/abort). `/healthz` needs none.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from vibe_rl.swarm.auth import bearer, is_loopback, is_wildcard, same_token
-from vibe_rl.swarm.protocol import ApiError
+from vibe_rl.swarm.server.errors import ApiError
 
 ADMIN_PATHS = ("/control/", "/episode/begin")
 ADMIN_HEADER = b"x-vibe-rl-token"
@@ -52,7 +52,7 @@ LOGIN_PATH = "/control/ui/login"
 
 class Guard:
     def __init__(self, bind_host: str, token: str, allowed_hosts: list[str], max_body_bytes: int, port: int = 0):
-        from vibe_rl.swarm.login import Logins
+        from vibe_rl.swarm.server.login import Logins
 
         self.token, self.max_body_bytes = token, max_body_bytes
         self.logins = Logins(port)  # people's browser sessions of the viewer (/control/ui)

@@ -4,8 +4,8 @@ Every HTTP error (validation, malformed JSON, unknown route, method, server
 error) leaves in OpenAI's `{"error": {"message", "type", "param", "code"}}`
 envelope, so the official SDKs raise the matching exception class.
 
-The hot episode endpoints are answered by `vibe_rl.swarm.hotpath.HotPath`, a pure
-ASGI front that also runs `vibe_rl.swarm.guard.Guard` on every request; `build_app`
+The hot episode endpoints are answered by `vibe_rl.swarm.server.hotpath.HotPath`, a pure
+ASGI front that also runs `vibe_rl.swarm.server.guard.Guard` on every request; `build_app`
 returns it wrapped around the FastAPI app.
 
 The admin token (`vibe_rl.swarm.auth`) is resolved by `resolve_token` before the app
@@ -25,34 +25,10 @@ from typing import Any
 from vibe_rl.errors import ConfigError
 from vibe_rl.extras import require
 from vibe_rl.swarm import auth
-from vibe_rl.swarm.config import ServerConfig
-from vibe_rl.swarm.protocol import ApiError
+from vibe_rl.swarm.server.config import ServerConfig
+from vibe_rl.swarm.server.errors import ApiError, validation_error
 
 log = logging.getLogger("vibe_rl.swarm")
-
-
-def validation_error(errors: list[dict[str, Any]]) -> ApiError:
-    message, param, code = _validation_message(errors)
-    return ApiError(400, message, code=code, param=param)
-
-
-def _validation_message(errors: list[dict[str, Any]]) -> tuple[str, str | None, str]:
-    first = errors[0] if errors else {}
-    if first.get("type") == "json_invalid":
-        error = str(first.get("ctx", {}).get("error", "cannot parse"))
-        hint = ("Send a JSON object with Content-Type: application/json." if not any(
-            w in error for w in ("escape", "surrogate", "unicode")) else
-            "A string holds bytes or an escape that is not Unicode text (e.g. a lone UTF-16 surrogate such as \\ud800, "
-            "left by text cut mid-character): send UTF-8, and clean such text first (Python: "
-            "text.encode('utf-8', 'replace').decode()).")
-        return f"Malformed JSON body: {error}. {hint}", None, "invalid_json"
-    parts, param = [], None
-    for err in errors[:5]:
-        loc = [str(x) for x in err.get("loc", ()) if x != "body"]
-        param = param or (".".join(loc) or None)
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        parts.append(f"{'.'.join(loc) or 'body'}: {msg}")
-    return "Invalid request: " + "; ".join(parts), param, "invalid_request"
 
 
 def token_file(config: ServerConfig) -> Path | None:
@@ -97,10 +73,10 @@ def build_app(config: ServerConfig, token: str | None = None) -> Any:
     from fastapi.responses import JSONResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    from vibe_rl.swarm import routers
-    from vibe_rl.swarm.guard import Guard
-    from vibe_rl.swarm.hotpath import HotPath
-    from vibe_rl.swarm.serving import SwarmServing
+    from vibe_rl.swarm.server import routers
+    from vibe_rl.swarm.server.guard import Guard
+    from vibe_rl.swarm.server.hotpath import HotPath
+    from vibe_rl.swarm.server.serving import SwarmServing
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any):
@@ -134,8 +110,7 @@ def build_app(config: ServerConfig, token: str | None = None) -> Any:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Any, exc: RequestValidationError) -> JSONResponse:
-        message, param, code = _validation_message(list(exc.errors()))
-        return envelope(ApiError(400, message, code=code, param=param))
+        return envelope(validation_error(list(exc.errors())))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Any, exc: StarletteHTTPException) -> JSONResponse:
@@ -180,7 +155,7 @@ def serve(config: ServerConfig) -> None:
     where = token_file(config)
     print(f"admin token: {'generated' if source == 'generated' else 'from ' + source}; kept in "
           f"{where or 'memory'} and {auth.registry_path(config.port)} (mode 0600)", flush=True)
-    from vibe_rl.swarm.conn_timeouts import header_deadline_protocol
+    from vibe_rl.swarm.server.conn_timeouts import header_deadline_protocol
 
     uvicorn.run(build_app(config, token), host=config.host, port=config.port, log_level="warning",
                 access_log=False, proxy_headers=False, timeout_graceful_shutdown=5,

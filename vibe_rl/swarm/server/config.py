@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, SecretStr
 
 from vibe_rl.config import apply_overrides
 from vibe_rl.schema import TrainJob
-from vibe_rl.swarm.protocol import ApiError
+from vibe_rl.swarm.server.errors import ApiError
 
 
 class ServerConfig(BaseModel):

@@ -2,7 +2,7 @@
 
 The response is an OpenAI chat completion (a dict), or with `stream: true` an
 SSE stream whose chunks leave as the engine samples the tokens (see
-`vibe_rl.swarm.stream`; `ChatResult.finished` resolves when generation ends).
+`vibe_rl.swarm.server.stream`; `ChatResult.finished` resolves when generation ends).
 Each choice also becomes a `Turn` with the prompt ids, the engine's
 response ids and logprobs, and the weight version.
 """
@@ -18,10 +18,11 @@ from typing import Any
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import RolloutConfig
-from vibe_rl.swarm.chat import PrefixCache, parse_tool_calls, render_text, trim_stop
-from vibe_rl.swarm.openai_compat import cap_fields, check_chat
-from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
-from vibe_rl.swarm.stream import TokenFeed, chat_events
+from vibe_rl.swarm.protocol import ChatCompletionRequest
+from vibe_rl.swarm.server.chat import PrefixCache, parse_tool_calls, render_text, trim_stop
+from vibe_rl.swarm.server.errors import ApiError
+from vibe_rl.swarm.server.openai_compat import cap_fields, check_chat
+from vibe_rl.swarm.server.stream import TokenFeed, chat_events
 
 
 @dataclass

@@ -18,8 +18,9 @@ from typing import Any
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import StaticModel, TrainJob
-from vibe_rl.swarm.generate import ChatResult, generate_on, sse_chunks
-from vibe_rl.swarm.protocol import ApiError, ChatCompletionRequest
+from vibe_rl.swarm.protocol import ChatCompletionRequest
+from vibe_rl.swarm.server.errors import ApiError
+from vibe_rl.swarm.server.generate import ChatResult, generate_on, sse_chunks
 
 # What an upstream error message may echo of a credential: bearer strings, OpenAI/Anthropic-style keys (also
 # partly starred: 'sk-abc***wxyz'), key=... query parameters, and long token-like words.
