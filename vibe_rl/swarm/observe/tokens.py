@@ -60,7 +60,7 @@ def tokens(turn: dict[str, Any], status: str, model_path: str | None) -> dict[st
            "context: a static model's answer, never trained" if turn["static"] else
            f"context: the episode is '{status}', no update trains it")
     shown = ids[:MAX_TOKENS]
-    text = pieces(model_path, shown)
+    text = pieces(model_path, shown) if shown else []
     out = [((text[k] if text is not None else f"#{i}"), logprobs[k] if k < len(logprobs) else None, trained)
            for k, i in enumerate(shown)]
     return {"tokens": out, "cut": len(ids) - len(shown), "trained": trained, "why": why, "decoded": text is not None}

@@ -40,9 +40,9 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f8f8f8;padding:.4em;m
 .lane-head{position:sticky;top:0;background:#eef;border-radius:6px;padding:.3em .6em;font-weight:bold}
 .lane-head .meta{font-weight:normal}.step{color:#888;font-size:85%;text-align:right;padding-top:.4em}
 .tokens{font-family:ui-monospace,monospace;font-size:85%;line-height:1.7;white-space:pre-wrap;word-break:break-all}
-.tok{border-radius:2px;padding:0 1px}.tok.trained{border-bottom:2px solid #135}
+.tok{border-radius:2px;padding:0 1px;margin-right:1px}.tok.trained{border-bottom:2px solid #135}
 .tok.context{border-bottom:2px dotted #999;opacity:.75}
-.calls td,.calls th{font-size:90%}.legend span{padding:0 .4em;margin-right:.3em}
+pre.prompt{max-height:9em;overflow:auto}.calls td,.calls th{font-size:90%}.legend span{padding:0 .4em;margin-right:.3em}
 """
 
 
@@ -151,8 +151,7 @@ def _turn(turn: dict[str, Any], status: str, model_path: str | None, row: int, l
             f"<div class='meta'>call {turn['idx']} &middot; <span class='model {kind}'>{_e(turn['model'])}</span> "
             f"({kind}{'' if turn['static'] else ', weight version ' + _e(turn['weight_version'])})"
             f" &middot; {turn['prompt_tokens']} prompt tokens (context)</div>"
-            f"<details class='prompt-box'><summary>prompt ({_e(last.get('role', '?'))})</summary>"
-            f"<pre class='prompt'>{_e(prompt)}</pre></details>"
+            f"<div>prompt ({_e(last.get('role', '?'))}):</div><pre class='prompt'>{_e(prompt)}</pre>"
             f"<details><summary>whole conversation ({len(messages)} messages)</summary><pre>{_e(folded)}</pre></details>"
             f"<div>answer:</div><pre class='answer'>{_e(content)}</pre>{calls}"
             f"{_tokens(turn, status, model_path)}</div>")
