@@ -150,7 +150,8 @@ def _turn(turn: dict[str, Any], status: str, model_path: str | None, row: int, l
             f"data-player='{_e(turn['player'] or '(untagged)')}' style='grid-row:{row};grid-column:{lane}'>"
             f"<div class='meta'>call {turn['idx']} &middot; <span class='model {kind}'>{_e(turn['model'])}</span> "
             f"({kind}{'' if turn['static'] else ', weight version ' + _e(turn['weight_version'])})"
-            f" &middot; {turn['prompt_tokens']} prompt tokens (context)</div>"
+            + (f" &middot; {turn['prompt_tokens']} prompt tokens (context)" if turn["prompt_tokens"] else "")
+            + "</div>"
             f"<div>prompt ({_e(last.get('role', '?'))}):</div><pre class='prompt'>{_e(prompt)}</pre>"
             f"<details><summary>whole conversation ({len(messages)} messages)</summary><pre>{_e(folded)}</pre></details>"
             f"<div>answer:</div><pre class='answer'>{_e(content)}</pre>{calls}"
