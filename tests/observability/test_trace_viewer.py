@@ -93,9 +93,9 @@ def test_trace_viewer_in_headless_chromium(live_server, tmp_path):
     assert "game-7" in index and "game-8" in index and "opponent" in index
     assert len(re.findall(r"<tr class=\"episode\"", filtered)) == 1 and "game-8" in filtered
 
-    players = re.findall(r"<section class=\"player\" data-player=\"([^\"]+)\"", episode)
+    players = re.findall(r"<div class=\"lane-head\" data-player=\"([^\"]+)\"", episode)  # a lane per player
     assert players == ["civilian:player_1", "spy:player_2", "civilian:player_3"]
-    turns = re.findall(r"<div class=\"turn\" data-model=\"([^\"]+)\" data-static=\"(\d)\"", episode)
+    turns = re.findall(r"<div class=\"turn \w+\" data-model=\"([^\"]+)\" data-static=\"(\d)\"", episode)
     assert turns == [("tiny", "0"), ("opponent", "1"), ("tiny", "0")]
     assert "describe the word pear" in episode and "vote out one player" in episode
     assert "weight version 0" in episode and "<td id=\"reward\">1</td>" in episode

@@ -38,6 +38,7 @@ class RunReport:
     sessions: list[str] = field(default_factory=list)
     attach: list[str] = field(default_factory=list)
     overwatch: list[str] = field(default_factory=list)
+    traces: list[str] = field(default_factory=list)  # how to open each server's trace viewer (live, then offline)
     venv_seconds: dict[str, float] = field(default_factory=dict)
     venv_created: dict[str, bool] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -95,6 +96,7 @@ class RunReport:
             lines.append("  tmux sessions: " + ", ".join(self.sessions))
             lines += [f"  attach: {hint}" for hint in self.attach]
         lines += [f"  overwatch: {cmd}" for cmd in self.overwatch]
+        lines += [f"  traces: {cmd}" for cmd in self.traces]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 

@@ -121,6 +121,8 @@ class Runner:
             rep.sessions = [s.session.name for s in servers] + [client.name]
             rep.attach = [self.tmux.attach_hint(n) for n in rep.sessions]
             rep.overwatch = [f"vibe-rl swarm overwatch --url {s.url}" for s in servers]
+            rep.traces = [f"vibe-rl swarm ui --url {s.url} (a login link to {s.url}/control/ui, the game timelines); "
+                          f"after the run: vibe-rl traces serve {self.dir / 'experiments' / s.name}" for s in servers]
             self.state.sessions = rep.sessions
             self.state.servers = {s.name: ServerProgress(s.url, s.session.name) for s in servers}
             for note in rep.notes:

@@ -83,4 +83,7 @@ def _live(state) -> list[str]:
             pool = st.get("pool") or {}
             lines.append(f"  {name} at {prog.url} now: {st.get('state')}, global step {st.get('global_step')}, "
                          f"{pool.get('completed_episodes', 0)} episodes pooled (tmux session {prog.session})")
+            if st.get("trace_viewer"):
+                lines.append(f"    traces: `vibe-rl swarm ui --url {prog.url}` prints a login link to "
+                             f"{prog.url}{st['trace_viewer']} (one timeline per game)")
     return lines

@@ -219,6 +219,7 @@ class SwarmServing(UpdateLoop):
             "last_update": self.last_update,
             "notes": list(self.notes),
             "errors": list(self.errors),
+            "trace_viewer": "/control/ui",  # the game-aware trace viewer (`vibe-rl swarm ui` prints a login link)
             # where the engine runs: one entry per process (rank), with its GPU when it has one
             "devices": getattr(self.engine, "devices", None) or (
                 [{"rank": 0, "device": str(self.engine.device)}] if hasattr(self.engine, "device") else []),
