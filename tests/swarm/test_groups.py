@@ -4,6 +4,8 @@ server (the module's shared one), plus the pure rules without a server."""
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 
 import httpx
 import pytest
@@ -130,3 +132,15 @@ def test_group_keys_and_group_values_without_a_server():
     assert got == [("h", 1, True), ("7", 4, False), ("9", 4, False), ("h", 1, True), ("7", 4, False)]
     with pytest.raises(ConfigError, match="auto_sync"):
         SwarmClient("http://127.0.0.1:9").group(task)
+
+
+def test_the_doc_block_on_groups_runs(shared_server, capsys):
+    """docs/client.md's 'Groups and the loop' block, run after a preamble that makes `swarm`."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "client.md").read_text(encoding="utf-8")
+    section = doc.split("\n### Groups and the loop\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
+    with sync(shared_server) as swarm:
+        exec(compile(block, "docs/client.md", "exec"), {"swarm": swarm, "__name__": "doc"})
+        n = swarm.job.grpo_n
+    out = capsys.readouterr().out
+    assert f"{2 * n} episodes, 0 failed" in out and out.count("count-3 ") == n, out
