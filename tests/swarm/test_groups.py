@@ -10,13 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.swarm.conftest import admin
 from vibe_rl.errors import ConfigError
 from vibe_rl.swarm import AsyncSwarmClient, Group, SwarmClient, Task, TrainJob, WorkflowOutput, play_groups
 from vibe_rl.swarm.client.episodes import group_keys
 from vibe_rl.swarm.client.groups import schedule_groups
 from vibe_rl.swarm.observe.traces import TraceReader
-
-from tests.swarm.conftest import admin
 
 
 def stored_groups(server) -> dict[str, list[str]]:
