@@ -1,6 +1,6 @@
 """Training loop (agent_roll): the mock tasks, grpo_n episodes each, against swarm server server1.
 
-task_id is the game's seed: unique per task, never empty, shared by the grpo_n episodes of one GRPO group.
+Each task is one GRPO group (swarm.groups): grpo_n plays of it, keyed by its task_id, the game's seed.
 Batch size and group size come from config.yaml; the server updates the weights on its own.
 """
 
@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from vibe_rl.swarm import SwarmClient, Task, TrainJob, run_in_flight, schedule, split_held_out
+from vibe_rl.swarm import Group, SwarmClient, Task, TrainJob, WorkflowOutput, play_groups, split_held_out
 
 from agent_run import run_episode
 
@@ -25,6 +25,11 @@ def load_tasks() -> list[Task]:
             for game in games]
 
 
+def show(group: Group, output: WorkflowOutput) -> None:
+    print(f"{'eval ' * group.eval}task {group.task.task_id}: reward {output.reward} winner {output.metadata['winner']}",
+          flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--eval", type=int, default=0, metavar="N", help="hold out the last N tasks; play them as eval "
@@ -33,21 +38,11 @@ def main() -> None:
     args = ap.parse_args()
     swarm = SwarmClient(SWARM_URL)
     swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(CONFIG))
-    job = swarm.job  # what the server runs: its --model/--set overrides win (e.g. small batches on CPU)
     tasks, held_out = split_held_out(load_tasks(), args.eval)
-
-    def rollout(item: tuple[Task, bool]) -> None:
-        task, is_eval = item
-        with swarm.episode(task, timeout=DISCARD_EPISODE_TIMEOUT, eval=is_eval) as ep:  # aborted if the game raises
-            output = run_episode(task, ep.credentials)
-            ep.end(output)
-        print(f"{'eval ' * is_eval}task {task.task_id}: reward {output.reward} winner {output.metadata['winner']}",
-              flush=True)
-
-    # Endless epochs over the training tasks, each played grpo_n times (one GRPO group); with --eval N the last
-    # N tasks are held out and played as eval episodes every --eval-every updates.
-    episodes = schedule(tasks, job.grpo_n, held_out, args.eval_every, step=lambda: swarm.status().global_step)
-    run_in_flight(rollout, episodes, max_in_flight=job.batch_size * job.grpo_n)
+    # Endless epochs over the training tasks, one group each, sized by the job the server runs (its --model/--set
+    # overrides win); with --eval N the last N tasks are played as eval episodes every --eval-every updates.
+    groups = swarm.groups(tasks, held_out, args.eval_every)
+    play_groups(swarm, groups, run_episode, timeout=DISCARD_EPISODE_TIMEOUT, on_end=show)
 
 
 if __name__ == "__main__":

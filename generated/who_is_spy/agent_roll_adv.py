@@ -1,7 +1,7 @@
 """Adversarial training loop (agent_roll_adv): two swarm servers, one model per team.
 
-Each game opens one episode on each server (open_episodes); each server gets its own team's reward.
-task_id is the game's seed: unique per task, never empty, the GRPO group key on both servers.
+Each task is one GRPO group on both servers: each play opens one episode on each server (play_groups), and
+each server gets its own team's reward. The group key is the game's seed.
 """
 
 import argparse
@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from vibe_rl.swarm import SwarmClient, Task, TrainJob, open_episodes, run_in_flight, schedule, split_held_out
+from vibe_rl.swarm import Group, SwarmClient, Task, TrainJob, WorkflowOutput, play_groups, split_held_out
 
 from agent_run_adv import run_episode_adv
 
@@ -27,6 +27,11 @@ def load_tasks() -> list[Task]:
             for game in games]
 
 
+def show(group: Group, outputs: dict[str, WorkflowOutput]) -> None:
+    winner = next(iter(outputs.values())).metadata["winner"]
+    print(f"{'eval ' * group.eval}task {group.task.task_id}: winner {winner}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--eval", type=int, default=0, metavar="N", help="hold out the last N tasks; play them as eval "
@@ -36,22 +41,11 @@ def main() -> None:
     swarms = {name: SwarmClient(url) for name, (url, _) in SERVERS.items()}
     for name, swarm in swarms.items():
         swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(SERVERS[name][1]))
-    jobs = [swarm.job for swarm in swarms.values()]  # what the servers run: their --model/--set overrides win
     tasks, held_out = split_held_out(load_tasks(), args.eval)
-
-    def rollout(item: tuple[Task, bool]) -> None:
-        task, is_eval = item
-        with open_episodes(swarms, task, timeout=DISCARD_EPISODE_TIMEOUT, eval=is_eval) as eps:  # aborted on errors
-            outputs = run_episode_adv(task, eps["server1"].credentials, eps["server2"].credentials)
-            eps.end(dict(zip(eps, outputs, strict=True)))
-        print(f"{'eval ' * is_eval}task {task.task_id}: winner {outputs[0].metadata['winner']}", flush=True)
-
-    # Both servers share the group size; the larger batch keeps both pools fed.
-    # Endless epochs over the training tasks, each played grpo_n times (one GRPO group); with --eval N the last
-    # N tasks are held out and played as eval episodes every --eval-every updates.
-    grpo_n, first = jobs[0].grpo_n, next(iter(swarms.values()))
-    episodes = schedule(tasks, grpo_n, held_out, args.eval_every, step=lambda: first.status().global_step)
-    run_in_flight(rollout, episodes, max_in_flight=max(job.batch_size for job in jobs) * grpo_n)
+    # Endless epochs over the training tasks, one group each (both servers' jobs share grpo_n; the larger batch
+    # keeps both pools fed); with --eval N the last N tasks are played as eval episodes every --eval-every updates.
+    groups = swarms["server1"].groups(tasks, held_out, args.eval_every)
+    play_groups(swarms, groups, run_episode_adv, timeout=DISCARD_EPISODE_TIMEOUT, on_end=show)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,9 @@ from agent_run import output, play
 TEAM_MODELS = {"civilian": "server1", "spy": "server2"}
 
 
-def run_episode_adv(task: Task, creds_1: OpenaiBaseUrlAndApiKey, creds_2: OpenaiBaseUrlAndApiKey,
-                    seed: int | None = None) -> tuple[WorkflowOutput, WorkflowOutput]:
-    """Returns (output for server1, output for server2)."""
-    endpoints = {"server1": creds_1, "server2": creds_2}
+def run_episode_adv(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey],
+                    seed: int | None = None) -> dict[str, WorkflowOutput]:
+    """endpoints: server -> its episode credentials. Returns server -> its team's output."""
     game = play(task, endpoints, TEAM_MODELS, seed=seed)
-    return (output(game, "civilian"),
-            output(game, "spy"))
+    return {"server1": output(game, "civilian"),
+            "server2": output(game, "spy")}

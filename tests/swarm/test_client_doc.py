@@ -98,7 +98,7 @@ def test_the_several_episodes_block_of_the_doc_plays_a_game(tmp_path, tiny_model
     job = {"model": {"path": "tiny", "device": "cpu", "max_model_len": 512}, "rollout": {"max_tokens": 8},
            "train": {"batch_size": 2, "grpo_n": 4}, "static_models": [{"name": "qwen-max"}]}
     (tmp_path / "job.yaml").write_text(json.dumps(job))  # JSON is YAML; no URL: a frozen local copy serves it
-    section = DOC.read_text(encoding="utf-8").split("\n### Several episodes at once\n", 1)[1].split("\n## ", 1)[0]
+    section = DOC.read_text(encoding="utf-8").split("\n### Several episodes at once\n", 1)[1].split("\n### ", 1)[0]
     block = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
     assert len(block) == 1 and "open_episodes(" in block[0]
     preamble = ("import json, os\nfrom vibe_rl.swarm import SwarmClient\n"
@@ -115,9 +115,9 @@ def test_the_several_episodes_block_of_the_doc_plays_a_game(tmp_path, tiny_model
         from vibe_rl.swarm.observe.traces import TraceReader
 
         episodes = TraceReader(server.exp_dir).episodes()
-        assert sorted(e["task_id"] for e in episodes) == ["7-seer", "7-wolves"]
+        assert sorted(e["task_id"] for e in episodes) == ["7/seer", "7/wolves"]  # the group keys
         by_task = {e["task_id"]: (e["reward"], e["turns"], e["players"], e["models"]) for e in episodes}
-        assert by_task == {"7-wolves": (1.0, 1, ["wolf:player_2"], ["tiny"]),
-                           "7-seer": (0.0, 1, ["seer:player_5"], ["tiny"])}, by_task
+        assert by_task == {"7/wolves": (1.0, 1, ["wolf:player_2"], ["tiny"]),
+                           "7/seer": (0.0, 1, ["seer:player_5"], ["tiny"])}, by_task
     finally:
         server.stop()

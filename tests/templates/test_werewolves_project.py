@@ -266,14 +266,14 @@ def test_six_player_table_renders_and_agent_run_seats_six(tmp_path):
 DRIVER = """
 import json, sys
 from vibe_rl.swarm import SwarmClient, TrainJob
-from agent_roll import load_tasks, team_task
+from agent_roll import load_tasks
 from agent_run import EPISODE_ROLES, run_episode
 swarm = SwarmClient(sys.argv[1])
 swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml("config.yaml"), verbose=False)
 task = load_tasks()[0]
-opened = {team: swarm.begin_episode(discard_episode_timeout=600) for team in EPISODE_ROLES}
+opened = {team: swarm.begin_episode(discard_episode_timeout=600, group=f"{task.task_id}/{team}") for team in EPISODE_ROLES}
 outputs = run_episode(task, {team: creds for team, (_, creds) in opened.items()}, seed=11)
-ended = {team: swarm.end_episode(team_task(task, team), uuid, outputs[team]) for team, (uuid, _) in opened.items()}
+ended = {team: swarm.end_episode(task, uuid, outputs[team]) for team, (uuid, _) in opened.items()}
 print(json.dumps({"task": task.task_id, "outputs": {k: v.model_dump() for k, v in outputs.items()}, "ended": ended,
                   "uuids": {team: uuid for team, (uuid, _) in opened.items()}, "status": swarm.get_engine_status(),
                   "traces": swarm.get_traces(limit=2000)["calls"]}))
@@ -316,8 +316,8 @@ def test_one_episode_against_a_real_swarm_server(project, tmp_path, tiny_model_d
         seen[role] += 1
     assert seen["werewolf"] > 0 and seen["seer"] > 0 and seen["villager"] > 0
     tasks = {t["task_id"]: t for t in result["status"]["tasks"]}
-    assert tasks[f"{result['task']}-werewolves"]["reward_mean"] == pytest.approx(wolves["reward"], abs=1e-3)
-    assert tasks[f"{result['task']}-seer"]["reward_mean"] == seer["reward"]
+    assert tasks[f"{result['task']}/werewolves"]["reward_mean"] == pytest.approx(wolves["reward"], abs=1e-3)
+    assert tasks[f"{result['task']}/seer"]["reward_mean"] == seer["reward"]
 
 
 def test_trainable_roles_naming_no_option_abstain_and_static_roles_fall_back(project):

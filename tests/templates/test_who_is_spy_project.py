@@ -69,8 +69,8 @@ task = Task(task_id=str(games[0]["seed"]), metadata=games[0])
 c1 = OpenaiBaseUrlAndApiKey(base_url=url1, api_key="k1", model="trainable-1")
 c2 = OpenaiBaseUrlAndApiKey(base_url=url2, api_key="k2", model="trainable-2")
 out = run_episode(task, c1, seed=7)
-adv = run_episode_adv(task, c1, c2, seed=7)
-print(json.dumps({"single": out.model_dump(), "adv": [o.model_dump() for o in adv]}))
+adv = run_episode_adv(task, {"server1": c1, "server2": c2}, seed=7)
+print(json.dumps({"single": out.model_dump(), "adv": [o.model_dump() for o in adv.values()]}))
 """
 
 

@@ -1,7 +1,8 @@
 """The swarm: a training server per trainable model, and its light client.
 
     client/    what a project's roll script imports: SwarmClient, AsyncSwarmClient, episodes,
-               routing of roles to models, the task schedule (no torch, no fastapi)
+               routing of roles to models, the task schedule, GRPO groups and
+               the loop over them, play_groups (no torch, no fastapi)
     server/    the training server: build_app, serving, the hot path, the pool, the store, updates
     observe/   seeing training: metrics and loggers, curves, traces and their viewer, overwatch
     protocol   the wire models both sides speak; auth: the admin token's files, read by both sides;
@@ -16,15 +17,18 @@ from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutpu
 from vibe_rl.schema.task_data import TaskColumns, load_tasks
 from vibe_rl.swarm.client.async_client import AsyncEpisode, AsyncSwarmClient
 from vibe_rl.swarm.client.episodes import Episode, Episodes, NotAnEpisodeError, open_episodes
+from vibe_rl.swarm.client.groups import Group, play_groups, schedule_groups
+from vibe_rl.swarm.client.inflight import InFlightReport, run_in_flight
 from vibe_rl.swarm.client.routing import LLMRouter, RoleLLM
 from vibe_rl.swarm.client.schedule import schedule, split_held_out
-from vibe_rl.swarm.client.sync_client import InFlightReport, SwarmClient, SwarmHTTPError, run_in_flight
+from vibe_rl.swarm.client.sync_client import SwarmClient, SwarmHTTPError
 
 __all__ = [
     "AsyncEpisode",
     "AsyncSwarmClient",
     "Episode",
     "Episodes",
+    "Group",
     "InFlightReport",
     "LLMRouter",
     "NotAnEpisodeError",
@@ -38,7 +42,9 @@ __all__ = [
     "WorkflowOutput",
     "load_tasks",
     "open_episodes",
+    "play_groups",
     "run_in_flight",
     "schedule",
+    "schedule_groups",
     "split_held_out",
 ]

@@ -138,6 +138,9 @@ class BeginEpisodeRequest(BaseModel):
     kind: Literal["train", "eval"] = Field(
         default="train", description="'eval': served by the current weights, its reward logged as eval/* at the next "
                                      "update, never pooled or trained on")
+    group: str | None = Field(
+        default=None, min_length=1, description="The GRPO group key the episode is pooled under; None: the task_id "
+                                                "its end sends (how clients written for AgentJet's swarm group)")
 
 
 class BeginEpisodeResponse(BaseModel):
@@ -150,7 +153,7 @@ class BeginEpisodeResponse(BaseModel):
 class EndEpisodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     episode_uuid: str = Field(description="From begin_episode")
-    task: Task = Field(description="The task; its task_id is the GRPO group")
+    task: Task = Field(description="The task; its task_id is the GRPO group unless the begin named a group")
     output: WorkflowOutput = Field(description="Reward and metadata of the episode; other keys join the metadata")
 
     @field_validator("task", mode="before")

@@ -138,23 +138,26 @@ class AsyncSwarmClient(_Transport):
 
     # ------------------------------------------------------------ episodes
 
-    def episode(self, task: Task | dict, timeout: float | None = None, eval: bool = False) -> AsyncEpisodeBlock:
+    def episode(self, task: Task | dict, timeout: float | None = None, eval: bool = False,
+                group: str | None = None) -> AsyncEpisodeBlock:
         """`async with swarm.episode(task) as ep:` an open AsyncEpisode; `await ep.end(reward, metadata)` ends it,
-        an exception (or a cancellation) in the block aborts it, leaving without `end` aborts it and raises."""
-        return AsyncEpisodeBlock(self, task, timeout, eval)
+        an exception (or a cancellation) in the block aborts it, leaving without `end` aborts it and raises.
+        `group`: the GRPO group key (default: the task_id), e.g. `group=g.key` of `g = swarm.group(task)`."""
+        return AsyncEpisodeBlock(self, task, timeout, eval, group)
 
-    async def begin(self, task: Task | dict, timeout: float | None = None, eval: bool = False) -> AsyncEpisode:
+    async def begin(self, task: Task | dict, timeout: float | None = None, eval: bool = False,
+                    group: str | None = None) -> AsyncEpisode:
         """Begin an episode you end (`await ep.end(...)`) or abort (`await ep.abort()`) yourself."""
         task = self._checked_task(task)
         kind = "eval" if eval else "train"
-        uuid, creds = await self.begin_episode(timeout, kind=kind)
-        return AsyncEpisode(self, uuid, creds, task, kind=kind)
+        uuid, creds = await self.begin_episode(timeout, kind=kind, group=group)
+        return AsyncEpisode(self, uuid, creds, task, kind=kind, group=group)
 
-    async def begin_episode(self, discard_episode_timeout: float | None = None,
-                            kind: str = "train") -> tuple[str, OpenaiBaseUrlAndApiKey]:
+    async def begin_episode(self, discard_episode_timeout: float | None = None, kind: str = "train",
+                            group: str | None = None) -> tuple[str, OpenaiBaseUrlAndApiKey]:
         """`POST /episode/begin` (waits while the engine boots or updates), safe to cancel (module doc)."""
         sending = _Sending()
-        body = self._begin_body(discard_episode_timeout, kind)
+        body = self._begin_body(discard_episode_timeout, kind, group)
 
         async def begin() -> tuple[str, OpenaiBaseUrlAndApiKey]:
             return self._begun(await self._call("POST", "/episode/begin", body, wait_busy=True, sending=sending))
@@ -233,12 +236,13 @@ class AsyncEpisode(EpisodeCredentials):
 class AsyncEpisodeBlock:
     """What `AsyncSwarmClient.episode` returns: `async with` it; nothing begins before that."""
 
-    def __init__(self, client: AsyncSwarmClient, task: Task | dict, timeout: float | None, eval: bool):
-        self._client, self._task, self._timeout, self._eval = client, task, timeout, eval
+    def __init__(self, client: AsyncSwarmClient, task: Task | dict, timeout: float | None, eval: bool,
+                 group: str | None = None):
+        self._client, self._task, self._timeout, self._eval, self._group = client, task, timeout, eval, group
         self._ep: AsyncEpisode | None = None
 
     async def __aenter__(self) -> AsyncEpisode:
-        self._ep = await self._client.begin(self._task, timeout=self._timeout, eval=self._eval)
+        self._ep = await self._client.begin(self._task, timeout=self._timeout, eval=self._eval, group=self._group)
         return self._ep
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:

@@ -37,7 +37,8 @@ log = logging.getLogger("vibe_rl.swarm.episodes")
 class EpisodeServer(Protocol):
     """What an episode needs of its server's client (SwarmClient fits): begin, end and abort an episode."""
 
-    def begin(self, task: Task, timeout: float | None = None, eval: bool = False) -> Episode: ...
+    def begin(self, task: Task, timeout: float | None = None, eval: bool = False,
+              group: str | None = None) -> Episode: ...
 
     def end_episode(self, task: Task, episode_uuid: str, output: WorkflowOutput) -> dict[str, Any]: ...
 
@@ -45,13 +46,16 @@ class EpisodeServer(Protocol):
 
 
 class EpisodeCredentials:
-    """What an open episode holds, sync or async: its client, uuid, OpenAI credentials, task and kind, and one
-    openai SDK client made on first use (`OPENAI_CLASS`: 'OpenAI' or 'AsyncOpenAI')."""
+    """What an open episode holds, sync or async: its client, uuid, OpenAI credentials, task, kind and GRPO group
+    key (None: the task_id), and one openai SDK client made on first use (`OPENAI_CLASS`: 'OpenAI' or
+    'AsyncOpenAI')."""
 
     OPENAI_CLASS = "OpenAI"
 
-    def __init__(self, client: Any, uuid: str, credentials: OpenaiBaseUrlAndApiKey, task: Task, kind: str = "train"):
+    def __init__(self, client: Any, uuid: str, credentials: OpenaiBaseUrlAndApiKey, task: Task, kind: str = "train",
+                 group: str | None = None):
         self.client, self.uuid, self.credentials, self.task, self.kind = client, uuid, credentials, task, kind
+        self.group = group
         self.base_url, self.api_key, self.model = credentials.base_url, credentials.api_key, credentials.model
         self.closed = False
         self._openai: Any = None
@@ -212,43 +216,56 @@ class _Block(contextlib.AbstractContextManager):
 
 
 @contextlib.contextmanager
-def _open_episode(client: EpisodeServer, task: Task, timeout: float | None = None,
-                  eval: bool = False) -> Iterator[Episode]:
+def _open_episode(client: EpisodeServer, task: Task, timeout: float | None = None, eval: bool = False,
+                  group: str | None = None) -> Iterator[Episode]:
     if not isinstance(task, Task):
         task = Task.model_validate(task)
-    ep = client.begin(task, timeout=timeout, eval=eval)
+    ep = client.begin(task, timeout=timeout, eval=eval, group=group)
     with _closing([ep]):
         yield ep
 
 
-def open_episode(client: EpisodeServer, task: Task, timeout: float | None = None,
-                 eval: bool = False) -> contextlib.AbstractContextManager[Episode]:
+def open_episode(client: EpisodeServer, task: Task, timeout: float | None = None, eval: bool = False,
+                 group: str | None = None) -> contextlib.AbstractContextManager[Episode]:
     """`SwarmClient.episode`: begin an episode of `task`, yield it, abort it on an exception."""
-    return _Block(_open_episode(client, task, timeout=timeout, eval=eval), "swarm.episode(task)",
+    return _Block(_open_episode(client, task, timeout=timeout, eval=eval, group=group), "swarm.episode(task)",
                   "`ep = swarm.begin(task)` to end or abort it yourself")
 
 
 def open_episodes(servers: Mapping[str, EpisodeServer], task: Task | Mapping[str, Task], timeout: float | None = None,
-                  eval: bool = False) -> contextlib.AbstractContextManager[Episodes]:
+                  eval: bool = False, group: str | None = None) -> contextlib.AbstractContextManager[Episodes]:
     """One episode per name in `servers` (the same client may appear under several names, e.g. one episode
-    per team), all of `task` or each of its own task (`{name: Task}`); aborted together on an exception."""
-    return _Block(_open_episodes(servers, task, timeout=timeout, eval=eval), "open_episodes(...)",
+    per team), all of `task` or each of its own task (`{name: Task}`); aborted together on an exception.
+    `group`: the GRPO group key (default: each episode's task_id); see `group_keys` for one server's teams."""
+    return _Block(_open_episodes(servers, task, timeout=timeout, eval=eval, group=group), "open_episodes(...)",
                   "one `swarm.begin(task)` per episode to end or abort each yourself")
+
+
+def group_keys(servers: Mapping[str, EpisodeServer], tasks: Mapping[str, Task],
+               group: str | None) -> dict[str, str | None]:
+    """Each name's GRPO group key: `group`, else its task's task_id (None: the server takes the task_id).
+    Episodes on one server under one key would mix in one GRPO group (two teams' plays compared as one),
+    so each of those is pooled under `<key>/<name>`, e.g. "7/werewolves" and "7/seer"."""
+    base = {name: group or tasks[name].task_id for name in servers}
+    mixed = {name for name, client in servers.items()
+             if any(other != name and servers[other] is client and base[other] == base[name] for other in servers)}
+    return {name: f"{base[name]}/{name}" if name in mixed else group for name in servers}
 
 
 @contextlib.contextmanager
 def _open_episodes(servers: Mapping[str, EpisodeServer], task: Task | Mapping[str, Task], timeout: float | None = None,
-                   eval: bool = False) -> Iterator[Episodes]:
+                   eval: bool = False, group: str | None = None) -> Iterator[Episodes]:
     tasks = task if isinstance(task, Mapping) and not isinstance(task, Task) else dict.fromkeys(servers, task)
     missing = sorted(set(servers) - set(tasks))
     if missing:  # checked before any episode begins
         raise ConfigError(f"open_episodes got no task for {missing}; pass one Task, or one per name in "
                           f"{sorted(servers)}.")
     tasks = {name: t if isinstance(t, Task) else Task.model_validate(t) for name, t in tasks.items()}
+    keys = group_keys(servers, tasks, group)
     opened = Episodes()
     try:
         for name, client in servers.items():
-            opened[name] = client.begin(tasks[name], timeout=timeout, eval=eval)
+            opened[name] = client.begin(tasks[name], timeout=timeout, eval=eval, group=keys[name])
     except BaseException:
         for ep in opened.values():
             ep.abort()

@@ -7,8 +7,9 @@
         ep.end(1.0, {"winner": "civilian"})
 
 `begin_episode` / `end_episode` / `abort_episode` are the same steps one by one;
-`episodes` (this room) has the multi-server variant, `routing` the role -> model routing, and
-`async_client` the same client for asyncio code (it shares `_Transport`, the request/retry/auth logic).
+`episodes` (this room) has the multi-server variant, `groups` the GRPO groups and the loop over them
+(`play_groups`), `routing` the role -> model routing, `inflight` run_in_flight, and `async_client` the same
+client for asyncio code (it shares `_Transport`, the request/retry/auth logic).
 
 Waiting and retries:
 - `begin_episode` waits (honouring Retry-After) while the engine boots or runs a
@@ -33,10 +34,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable, Generator, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +46,7 @@ from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
 from vibe_rl.swarm.client.episodes import Episode, as_json, open_episode
+from vibe_rl.swarm.client.groups import Group, schedule_groups
 from vibe_rl.swarm.protocol import EngineStatus, Update
 
 log = logging.getLogger("vibe_rl.swarm.client")
@@ -167,11 +167,29 @@ class _Transport:
         return task
 
     @staticmethod
-    def _begin_body(discard_episode_timeout: float | None, kind: str) -> dict[str, Any]:
+    def _begin_body(discard_episode_timeout: float | None, kind: str, group: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"discard_episode_timeout": discard_episode_timeout}
         if kind != "train":
             body["kind"] = kind
+        if group is not None:  # left out, the server groups by the task_id the end sends
+            body["group"] = group
         return body
+
+    # groups: values built from the job the server runs
+
+    def group(self, task: Task | dict, n: int | None = None, key: str | None = None, eval: bool = False) -> Group:
+        """The GRPO group of `n` plays of `task` (default: the job's grpo_n; an eval group: 1), pooled under
+        `key` (default: its task_id). Play it with `play_groups`, or `episode(group.task, group=group.key)`."""
+        if n is None:
+            n = 1 if eval else self._job("swarm.group(task)").grpo_n
+        return Group.of(task, n, key=key, eval=eval)
+
+    def _job(self, what: str) -> TrainJob:
+        if self.job is None:
+            raise ConfigError(f"{what} sizes groups by the job the server runs: call "
+                              "swarm.auto_sync_train_config_and_start_engine(job) first, or pass n=.")
+        return self.job
+
 
     def _begun(self, data: dict[str, Any]) -> tuple[str, OpenaiBaseUrlAndApiKey]:
         self._episode_keys[data["episode_uuid"]] = data["api_key"]
@@ -274,24 +292,34 @@ class SwarmClient(_Transport):
 
     # ------------------------------------------------------------ episodes
 
-    def episode(self, task: Task, timeout: float | None = None, eval: bool = False) -> AbstractContextManager[Episode]:
+    def groups(self, tasks: Sequence[Task], held_out: Sequence[Task] = (), eval_every: int = 0) -> Iterator[Group]:
+        """Endless groups of the job's grpo_n plays over `tasks`; with `held_out` and eval_every K > 0, eval groups of
+        each held-out task at the start and every K weight updates (see `schedule_groups`)."""
+        return schedule_groups(tasks, self._job("swarm.groups(tasks)").grpo_n, held_out, eval_every,
+                               step=lambda: self.status().global_step)
+
+    def episode(self, task: Task, timeout: float | None = None, eval: bool = False,
+                group: str | None = None) -> AbstractContextManager[Episode]:
         """`with swarm.episode(task) as ep:` an open Episode (ep.base_url, ep.api_key, ep.model, ep.openai());
         end it with `ep.end(reward, metadata)`; an exception in the block aborts it. `timeout`: seconds
-        without an LLM call after which the server discards it. `eval=True`: see `begin`."""
-        return open_episode(self, task, timeout=timeout, eval=eval)
+        without an LLM call after which the server discards it. `eval=True`, `group`: see `begin`."""
+        return open_episode(self, task, timeout=timeout, eval=eval, group=group)
 
-    def begin(self, task: Task, timeout: float | None = None, eval: bool = False) -> Episode:
+    def begin(self, task: Task, timeout: float | None = None, eval: bool = False,
+              group: str | None = None) -> Episode:
         """Begin an episode of `task` (the context manager `episode` is usually nicer). An eval episode is
-        served by the current weights and its reward is logged as eval/*, but it is never trained on."""
+        served by the current weights and its reward is logged as eval/*, but it is never trained on.
+        `group`: the GRPO group key it is pooled under (default: the task's task_id)."""
         task = self._checked_task(task)
-        uuid, creds = self.begin_episode(timeout, kind="eval" if eval else "train")
-        return Episode(self, uuid, creds, task, kind="eval" if eval else "train")
+        kind = "eval" if eval else "train"
+        uuid, creds = self.begin_episode(timeout, kind=kind, group=group)
+        return Episode(self, uuid, creds, task, kind=kind, group=group)
 
-    def begin_episode(self, discard_episode_timeout: float | None = None,
-                      kind: str = "train") -> tuple[str, OpenaiBaseUrlAndApiKey]:
+    def begin_episode(self, discard_episode_timeout: float | None = None, kind: str = "train",
+                      group: str | None = None) -> tuple[str, OpenaiBaseUrlAndApiKey]:
         """A new episode and its OpenAI credentials; waits while the engine boots or updates."""
-        return self._begun(self._call("POST", "/episode/begin", self._begin_body(discard_episode_timeout, kind),
-                                      wait_busy=True))
+        body = self._begin_body(discard_episode_timeout, kind, group)
+        return self._begun(self._call("POST", "/episode/begin", body, wait_busy=True))
 
     def end_episode(self, task: Task, episode_uuid: str, workflow_output: WorkflowOutput) -> dict[str, Any]:
         """Report the reward; the server stores the episode before answering. Idempotent (see module doc)."""
@@ -303,69 +331,3 @@ class SwarmClient(_Transport):
         result = self._call("POST", "/episode/abort", {"episode_uuid": episode_uuid}, episode_uuid=episode_uuid)
         self._episode_keys.pop(episode_uuid, None)
         return result
-
-
-# ---------------------------------------------------------------- keeping episodes in flight
-
-
-@dataclass
-class InFlightReport:
-    succeeded: int = 0
-    failed: int = 0
-    retried: int = 0
-    failures: list[tuple[Any, BaseException]] = field(default_factory=list)  # the first 100
-
-
-def _after(delay: float, fn: Callable[[Any], Any], item: Any) -> Any:
-    time.sleep(delay)
-    return fn(item)
-
-
-def run_in_flight(fn: Callable[[Any], Any], items: Iterable[Any], max_in_flight: int, max_retries: int = 2,
-                  backoff: float = 1.0) -> InFlightReport:
-    """Keep up to `max_in_flight` calls of `fn(item)` running over `items` (which may be
-    infinite: it is read lazily). A failing item is retried up to `max_retries` times
-    with exponential back-off; an item that still fails is logged and counted, and the
-    loop goes on. Returns the counts when `items` is exhausted."""
-    if max_in_flight < 1:
-        raise ConfigError(f"run_in_flight: max_in_flight must be >= 1, got {max_in_flight} (e.g. "
-                          "job.train.batch_size * job.train.grpo_n).")
-    report = InFlightReport()
-    source = iter(items)
-    pending: dict[Future, tuple[Any, int]] = {}
-    exhausted = False
-    with ThreadPoolExecutor(max_workers=max_in_flight, thread_name_prefix="episode") as pool:
-        try:
-            while True:
-                while not exhausted and len(pending) < max_in_flight:
-                    try:
-                        item = next(source)
-                    except StopIteration:
-                        exhausted = True
-                        break
-                    pending[pool.submit(fn, item)] = (item, 0)
-                if not pending:
-                    return report
-                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-                for fut in done:
-                    item, attempt = pending.pop(fut)
-                    exc = fut.exception()
-                    if exc is None:
-                        report.succeeded += 1
-                    elif not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: stop everything
-                        raise exc
-                    elif attempt < max_retries:
-                        report.retried += 1
-                        log.warning("item failed (%s: %s); retry %d/%d", type(exc).__name__, exc, attempt + 1,
-                                    max_retries)
-                        pending[pool.submit(_after, backoff * 2 ** attempt, fn, item)] = (item, attempt + 1)
-                    else:
-                        report.failed += 1
-                        if len(report.failures) < 100:
-                            report.failures.append((item, exc))
-                        log.error("item failed after %d attempts: %s: %s", attempt + 1, type(exc).__name__, exc,
-                                  exc_info=exc)
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            raise

@@ -1,7 +1,7 @@
 """Bounds of what one request may ask for, checked before anything reaches the engine or the store.
 
 Each check raises `ApiError(400)` naming the field and the limit (the limits live in
-`ServerConfig`: max_abs_reward, max_task_id_chars, max_metadata_bytes, max_messages,
+`ServerConfig`: max_abs_reward, max_task_id_chars (also a begin's group), max_metadata_bytes, max_messages,
 max_discard_timeout), or 503 when max_running_episodes are open; per episode, calls and stored request
 bytes (max_episode_calls, max_episode_bytes: 413). Request size (413) and
 content type are checked earlier, by `guard.py`.
@@ -34,6 +34,14 @@ def check_end(cfg: ServerConfig, req: EndEpisodeRequest) -> None:
         raise ApiError(400, f"The task and output metadata take {size} bytes as JSON; at most "
                             f"{cfg.max_metadata_bytes} are accepted. Store large artefacts elsewhere and "
                             "keep a reference.", code="metadata_too_large", param="output.metadata")
+
+
+def check_group(cfg: ServerConfig, group: str | None) -> None:
+    """A begin's group key: as long as a task_id may be (it takes the task_id's place in the pool and store)."""
+    if group is not None and len(group) > cfg.max_task_id_chars:
+        raise ApiError(400, f"group has {len(group)} characters; at most {cfg.max_task_id_chars} are accepted "
+                            "(max_task_id_chars). Use a short stable key (e.g. the seed).", code="group_too_long",
+                       param="group")
 
 
 def check_discard_timeout(cfg: ServerConfig, timeout: float | None) -> None:

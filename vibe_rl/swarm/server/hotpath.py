@@ -69,7 +69,8 @@ def _base_url(scope: dict) -> str:
 
 async def begin(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
     body = _parse(BeginEpisodeRequest, raw)
-    return serving.begin(body.discard_episode_timeout, _base_url(scope), kind=body.kind).model_dump()
+    return serving.begin(body.discard_episode_timeout, _base_url(scope), kind=body.kind,
+                         group=body.group).model_dump()
 
 
 async def end(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:

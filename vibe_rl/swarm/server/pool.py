@@ -1,4 +1,5 @@
-"""The pool of completed episodes, grouped by task_id (the GRPO group).
+"""The pool of completed episodes, grouped by their GRPO group key (`CompletedEpisode.task_id`: the group the
+episode's begin named, else its task's task_id).
 
 A weight update starts when the collection policy holds:
 
@@ -26,7 +27,7 @@ from vibe_rl.schema import CollectionPolicy, TrainConfig
 @dataclass
 class CompletedEpisode:
     episode_uuid: str
-    task_id: str
+    task_id: str  # the GRPO group key (the begin's group, else the task's id); also the store's task_id column
     reward: float
     turns: list[Turn] = field(default_factory=list)  # the one recorded-call type (vibe_rl.rl.samples)
     ended_at: float = 0.0

@@ -36,6 +36,7 @@ class Episode:
     inflight: int = 0
     prefixes: PrefixCache = field(default_factory=PrefixCache)  # token ids of earlier turns, reused
     kind: str = "train"  # "eval": stored with status 'eval', its reward logged as eval/*, never trained on
+    group: str | None = None  # the GRPO group key named at begin (None: the task_id of its end)
 
 
 class Tombstones:
@@ -65,8 +66,9 @@ class EpisodeRegistry:
     def __len__(self) -> int:
         return len(self.running)
 
-    def open(self, timeout: float, kind: str) -> Episode:
-        ep = Episode(uuid=uuid.uuid4().hex, api_key=secrets.token_urlsafe(32), timeout=timeout, kind=kind)
+    def open(self, timeout: float, kind: str, group: str | None = None) -> Episode:
+        ep = Episode(uuid=uuid.uuid4().hex, api_key=secrets.token_urlsafe(32), timeout=timeout, kind=kind,
+                     group=group)
         self.reopen(ep)
         return ep
 

@@ -266,12 +266,14 @@ class SwarmServing(UpdateLoop):
         return ApiError(429, f"The engine is {self.state}; retry {what} shortly.", code="engine_busy",
                         retry_after=0.5)
 
-    def begin(self, discard_timeout: float | None, base_url: str, kind: str = "train") -> BeginEpisodeResponse:
+    def begin(self, discard_timeout: float | None, base_url: str, kind: str = "train",
+              group: str | None = None) -> BeginEpisodeResponse:
         bounds.check_discard_timeout(self.config, discard_timeout)
+        bounds.check_group(self.config, group)
         if self.state != ROLLING:
             raise self._not_ready("swarm.episode / begin_episode")
         bounds.check_running(self.config, len(self.registry))
-        ep = self.registry.open(discard_timeout or self.config.default_discard_timeout, kind)
+        ep = self.registry.open(discard_timeout or self.config.default_discard_timeout, kind, group)
         return BeginEpisodeResponse(episode_uuid=ep.uuid, base_url=base_url, api_key=ep.api_key,
                                     model=self.model_name)
 
@@ -300,9 +302,10 @@ class SwarmServing(UpdateLoop):
                                 "during a weight update, and runs on after its client gave up); end it after they "
                                 "return, so no turn is lost. SwarmClient retries this itself.", code="episode_busy",
                            param="episode_uuid", retry_after=0.5)
-        done = CompletedEpisode(ep.uuid, req.task.task_id, req.output.reward, ep.turns, time.time())
+        # pooled under the group its begin named, else (AgentJet's swarm clients) under the task_id
+        done = CompletedEpisode(ep.uuid, ep.group or req.task.task_id, req.output.reward, ep.turns, time.time())
         self.registry.forget(ep, "it already ended")
-        self._ending[ep.uuid] = ("completed", done.reward, done.task_id)
+        self._ending[ep.uuid] = ("completed", done.reward, req.task.task_id)
         try:  # written before we answer; in a thread, so the event loop keeps serving meanwhile
             await asyncio.to_thread(self.store.save_episode, done, req.task.model_dump(mode="json"),
                                     req.output.metadata, "eval" if ep.kind == "eval" else "completed")

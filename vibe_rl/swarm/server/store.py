@@ -108,11 +108,16 @@ class Store:
         return json.loads(row[0]) if row else default
 
     def episode_status(self, episode_uuid: str) -> tuple[str, float, str] | None:
-        """(status, reward, task_id) of a stored episode, or None."""
+        """(status, reward, the task's task_id) of a stored episode, or None (the task_id column holds the
+        group key, which a begin may have named apart from the task)."""
         with self._lock:
-            row = self._db.execute("SELECT status, reward, task_id FROM episodes WHERE episode_uuid=?",
+            row = self._db.execute("SELECT status, reward, task_id, task_json FROM episodes WHERE episode_uuid=?",
                                    (episode_uuid,)).fetchone()
-        return tuple(row) if row else None
+        if row is None:
+            return None
+        status, reward, group, task_json = row
+        task = json.loads(task_json) if task_json else None
+        return status, reward, str(task["task_id"]) if isinstance(task, dict) and "task_id" in task else group
 
     def counts(self) -> dict[str, int]:
         with self._lock:
