@@ -30,7 +30,7 @@ def logprobs(reply) -> list[float]:
 
 
 def close(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(abs(x - y) < 1e-4 for x, y in zip(a, b))
+    return len(a) == len(b) and all(abs(x - y) < 1e-4 for x, y in zip(a, b, strict=True))
 
 
 def wait_checkpoint(exp_dir: Path, step: int) -> None:
