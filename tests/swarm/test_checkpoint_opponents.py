@@ -114,6 +114,8 @@ def test_static_seats_play_frozen_checkpoints(make_server, tmp_path):
         assert latest2.system_fingerprint == "v2" and not close(logprobs(latest2), logprobs(step1))
         assert close(logprobs(ask(llm2, "past-1")), logprobs(step1))  # frozen: never updated
         assert ask(llm2, "past-pool").system_fingerprint in ("v1", "v2")
+        stream = llm2.chat.completions.create(model="past-1", messages=MSGS, max_tokens=4, stream=True)
+        assert [c for c in stream if c.choices and c.choices[0].finish_reason]
         ep.abort()
 
     db = sqlite3.connect(f"{server.exp_dir}/swarm.sqlite")
