@@ -6,7 +6,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from vibe_rl.config import load_config
 
@@ -131,6 +131,36 @@ class StaticModel(BaseModel):
     upstream_model: str | None = Field(default=None, description="Model name sent upstream (default: `name`)")
     local_path: str | None = Field(
         default=None, description="Frozen local model served when no URL/key is available (default: the trainable path)")
+    source: str | None = Field(
+        default=None,
+        description="A frozen snapshot of the trainable model from the server's own checkpoints "
+                    "(<experiment.dir>/checkpoints), instead of base_url/local_path: 'checkpoint:latest' (the newest, "
+                    "re-read at each episode's first call of this model), 'checkpoint:step:N' (the checkpoint of step "
+                    "N), 'checkpoint:pool:last-K' (one of the K newest, drawn uniformly per episode). An episode keeps "
+                    "its snapshot to its end; before any checkpoint exists the initial model plays (noted in the log "
+                    "and status). Its weights are never updated; each call's turn records model '<name>@step_N' and "
+                    "weight_version N (0: the initial model)")
+    snapshot_cache: int = Field(
+        default=2, ge=1, description="Checkpoint snapshots of `source` kept loaded at once (least recently used "
+                                     "first out; each costs one frozen copy of the model's memory)")
+
+    @field_validator("source")
+    @classmethod
+    def _source_syntax(cls, value: str | None) -> str | None:
+        if value is not None:
+            from vibe_rl.schema.snapshot import parse_source
+
+            parse_source(value)  # ValueError naming the accepted forms
+        return value
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> StaticModel:
+        clash = [f for f in ("base_url", "base_url_env", "local_path") if self.source and getattr(self, f)]
+        if clash:
+            raise ValueError(f"static model {self.name!r} sets source {self.source!r} and {', '.join(clash)}; a "
+                             "checkpoint source is served from the server's own checkpoints: drop "
+                             f"{' and '.join(clash)}, or drop source")
+        return self
 
 
 class TrainJob(BaseModel):

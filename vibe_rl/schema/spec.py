@@ -114,7 +114,7 @@ class TaskSpec(BaseModel):
     game: dict[str, Any] = Field(default_factory=dict, description="Family parameters (see the manifest)")
     teams: list[Team] = Field(min_length=1, description="Teams and their default models")
     servers: list[Server] = Field(min_length=1, description="Trainable swarm servers")
-    static_models: list[StaticModel] = Field(default_factory=list, description="Frozen opponents, by name")
+    static_models: list[StaticModel] = Field(default_factory=list, description="Frozen opponents, by name: an endpoint, a local copy, or a past checkpoint of the trainable model (`source: checkpoint:latest | checkpoint:step:N | checkpoint:pool:last-K`)")
     training: Training = Field(default_factory=Training, description="GRPO settings")
     modes: list[Mode] = Field(min_length=1, description="Run modes; the first is the default")
     reward: RewardScheme = Field(default_factory=RewardScheme, description="Reward scheme")

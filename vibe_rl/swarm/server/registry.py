@@ -35,6 +35,7 @@ class Episode:
     admitted: int = 0  # chat calls admitted (bounds.check_episode)
     inflight: int = 0
     prefixes: PrefixCache = field(default_factory=PrefixCache)  # token ids of earlier turns, reused
+    snapshots: dict[str, int] = field(default_factory=dict)  # static model -> checkpoint step it plays here
     kind: str = "train"  # "eval": stored with status 'eval', its reward logged as eval/*, never trained on
     group: str | None = None  # the GRPO group key named at begin (None: the task_id of its end)
 

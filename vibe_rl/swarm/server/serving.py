@@ -392,7 +392,7 @@ class SwarmServing(UpdateLoop):
         ep.inflight += 1
         try:
             if static is not None:
-                result = await self.static.complete(static, req, timing)
+                result = await self.static.complete(static, req, timing, ep.snapshots)
             else:
                 await self.wait_rolling()
                 result = await generate.run(self, req, timing, ep.prefixes)

@@ -4,7 +4,9 @@ A call whose `model` names a configured static model is forwarded to its
 OpenAI-compatible URL with the key read from its env var (the key is never
 logged or echoed), or, when no URL is configured or its key's env var is unset,
 served by a frozen local copy of a model (default: the trainable model's initial
-weights), with a note in the server's status saying so. The call is
+weights), with a note in the server's status saying so. A static model with a
+`source` ('checkpoint:latest', 'checkpoint:step:N', 'checkpoint:pool:last-K') plays
+a frozen past checkpoint of the trainable model instead (`snapshots`). The call is
 recorded in the episode as context only: it never becomes a training sample.
 """
 
@@ -21,6 +23,7 @@ from vibe_rl.schema import StaticModel, TrainJob
 from vibe_rl.swarm.protocol import ChatCompletionRequest
 from vibe_rl.swarm.server.errors import ApiError
 from vibe_rl.swarm.server.generate import ChatResult, generate_on, sse_chunks
+from vibe_rl.swarm.server.snapshots import Snapshots
 
 # What an upstream error message may echo of a credential: bearer strings, OpenAI/Anthropic-style keys (also
 # partly starred: 'sk-abc***wxyz'), key=... query parameters, and long token-like words.
@@ -82,8 +85,9 @@ class StaticRouter:
     def __init__(self, job: TrainJob, load_frozen: Callable[[str], Any]):
         self.job = job
         self.models = {m.name: m for m in job.static_models}
-        self.notes = local_notes(job.static_models)
         self._load_frozen = load_frozen
+        self.snapshots = Snapshots(job, load_frozen)
+        self.notes = local_notes(job.static_models) + self.snapshots.boot_notes(job.static_models)
         self._local: dict[str, Any] = {}
         self._lock = asyncio.Lock()
         self._http = None
@@ -97,13 +101,35 @@ class StaticRouter:
         for engine in self._local.values():
             await asyncio.to_thread(engine.close)
         self._local.clear()
+        await self.snapshots.close()
 
-    async def complete(self, model: StaticModel, req: ChatCompletionRequest, timing: dict[str, Any]) -> ChatResult:
+    async def complete(self, model: StaticModel, req: ChatCompletionRequest, timing: dict[str, Any],
+                       picked: dict[str, int] | None = None) -> ChatResult:
+        """`picked`: the episode's snapshot step per checkpoint-sourced static model (chosen at its first call)."""
+        if model.source:
+            return await self._snapshot(model, req, timing, {} if picked is None else picked)
         url, key = upstream_of(model)
         if url is None:
             engine = await self._frozen(model.local_path or self.job.model.path)
             return await generate_on(engine, req, self.job.rollout, model.name, timing, static=True)
         return await self._forward(model, url, key, req)
+
+    async def _snapshot(self, model: StaticModel, req: ChatCompletionRequest, timing: dict[str, Any],
+                        picked: dict[str, int]) -> ChatResult:
+        if model.name not in picked:
+            picked[model.name] = self.snapshots.pick(model)
+        step = picked[model.name]
+        tagged = req.model_copy(update={"model": f"{model.name}@{'initial' if step == 0 else f'step_{step}'}"})
+        if step == 0:
+            return await generate_on(await self._frozen(self.job.model.path), tagged, self.job.rollout, model.name,
+                                     timing, static=True)
+        engine, release = await self.snapshots.get(model, step)
+        try:  # the generation's end releases it (a stream's too, later)
+            return await generate_on(engine, tagged, self.job.rollout, model.name, timing, static=True,
+                                     exit_=release)
+        except BaseException:
+            release()  # idempotent: a call that failed before generating
+            raise
 
     async def _frozen(self, path: str) -> Any:
         async with self._lock:
