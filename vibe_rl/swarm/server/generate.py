@@ -6,8 +6,8 @@ SSE stream whose chunks leave as the engine samples the tokens (see
 Each choice also becomes a `Turn` with the prompt ids, the engine's
 response ids and logprobs, and the weight version.
 
-The engine is reached through `vibe_rl.swarm.server.gate.Sampler` alone (the trainable engine
-behind its gate, or a static model's frozen engine); nothing here calls back into its caller.
+The engine is reached through `Sampler` alone (the trainable engine behind the trainer's gate,
+`trainer.GatedEngine`, or a static model's frozen engine); nothing here calls back into its caller.
 """
 
 from __future__ import annotations
@@ -16,18 +16,34 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import RolloutConfig
 from vibe_rl.swarm.protocol import ChatCompletionRequest
 from vibe_rl.swarm.server.chat import PrefixCache, parse_tool_calls, render_text, trim_stop
 from vibe_rl.swarm.server.errors import ApiError
-from vibe_rl.swarm.server.gate import Sampler
 from vibe_rl.swarm.server.openai_compat import cap_fields, check_chat
 from vibe_rl.swarm.server.stream import TokenFeed, chat_events
+
+
+class Sampler(Protocol):
+    """The engine as generation uses it (a subset of `vibe_rl.engine.base.Engine`)."""
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+    @property
+    def max_model_len(self) -> int: ...
+
+    @property
+    def version(self) -> int: ...
+
+    def submit(self, prompt_ids: list[int], sampling: Any,
+               on_token: Callable[[int, float], None] | None = None) -> Future: ...
 
 
 @dataclass

@@ -7,7 +7,7 @@ trains in a worker thread (`asyncio.to_thread`).
 
 The serving class holds a `Trainer` (`trainer.py`) while the engine runs: its own loop, woken by
 the pool, does the weight updates; `end` only stores the episode and adds it to the pool. Chat
-calls generate through `GatedEngine` (`gate.py`), the narrow `Sampler` interface, whose gate the
+calls generate through `GatedEngine`, the narrow `generate.Sampler` interface, whose gate the
 trainer closes during an update.
 
 States (`status().state`): OFFLINE (no engine; a client's job starts it) -> BOOTING (loading,
@@ -51,17 +51,21 @@ from typing import Any, Literal
 from vibe_rl.engine.choice import refusal as engine_refusal
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import TrainJob
-from vibe_rl.swarm.protocol import (BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest, EngineStatus,
-                                    StoppedStatus)
+from vibe_rl.swarm.protocol import (
+    BeginEpisodeResponse,
+    ChatCompletionRequest,
+    EndEpisodeRequest,
+    EngineStatus,
+    StoppedStatus,
+)
 from vibe_rl.swarm.server import bounds, updates
 from vibe_rl.swarm.server.config import ServerConfig
 from vibe_rl.swarm.server.errors import ApiError
-from vibe_rl.swarm.server.gate import EngineGate, GatedEngine
 from vibe_rl.swarm.server.pool import CompletedEpisode, Pool, Tally
 from vibe_rl.swarm.server.registry import Episode, EpisodeRegistry
 from vibe_rl.swarm.server.static import StaticRouter
 from vibe_rl.swarm.server.status import engine_status
-from vibe_rl.swarm.server.trainer import Trainer
+from vibe_rl.swarm.server.trainer import EngineGate, GatedEngine, Trainer
 
 log = logging.getLogger("vibe_rl.swarm")
 
@@ -75,7 +79,7 @@ class SwarmServing:
         self.phase: Literal["OFFLINE", "BOOTING", "ROLLING"] = OFFLINE  # the engine's; `state` adds the trainer's
         self.job: TrainJob | None = None
         self.engine: Any = None
-        self.sampler: GatedEngine | None = None  # the engine as chat calls see it (gate.Sampler)
+        self.sampler: GatedEngine | None = None  # the engine as chat calls see it (generate.Sampler)
         self.store: Any = None
         self.pool: Pool | None = None
         self.trainer: Trainer | None = None  # the weight-update loop, while an engine runs

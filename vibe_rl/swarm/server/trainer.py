@@ -21,6 +21,15 @@ leaves it ready; an HTTP handler only adds the episode. One update, top to botto
 After `train.total_steps` updates the loop ends (`finished`); episodes are still served and stored.
 Incomplete task groups older than `incomplete_group_ttl` are discarded, counted and noted
 (`expire_groups`, called by the serving class's reaper).
+
+The gate (`EngineGate`) is the sync half of an update: `close()` stops new calls from passing
+`wait_open` (they wait, up to `sync_wait_timeout`, then get 429 + Retry-After from the serving
+class), `drained()` waits until every request already inside the engine has finished on the old
+weights, `reopen()` lets the waiting calls through, and the pause is not idle time, so every running
+episode's idle clock starts again then. Chat calls reach the trainable engine as `GatedEngine` (a
+`generate.Sampler`), which counts each submitted request in the gate until the engine has answered
+it; an engine future completes in the engine's thread and hands its count back through
+`call_soon_threadsafe`.
 """
 
 from __future__ import annotations
@@ -29,15 +38,97 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from vibe_rl.schema import TrainJob
 from vibe_rl.swarm.server import updates
 from vibe_rl.swarm.server.config import ServerConfig
-from vibe_rl.swarm.server.gate import EngineGate
 from vibe_rl.swarm.server.pool import Pool, Tally
+from vibe_rl.swarm.server.registry import EpisodeRegistry
 
 log = logging.getLogger("vibe_rl.swarm")
+
+
+class EngineGate:
+    """Open while the engine rolls; closed by a weight update, which first drains the engine."""
+
+    def __init__(self, registry: EpisodeRegistry):
+        self.registry = registry  # running episodes: the pause does not count as their idle time
+        self.inflight = 0  # requests submitted to the engine and not yet answered
+        self._open = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+
+    @property
+    def is_open(self) -> bool:
+        return self._open.is_set()
+
+    def open(self) -> None:
+        self._open.set()
+
+    async def wait_open(self, timeout: float) -> None:
+        """Wait until the gate opens; asyncio.TimeoutError after `timeout` seconds."""
+        await asyncio.wait_for(self._open.wait(), timeout=max(0.0, timeout))
+
+    def close(self) -> None:
+        """No call passes `wait_open` until `open` or `reopen` (an update starts, or the engine stops)."""
+        self._open.clear()
+
+    async def drained(self) -> None:
+        """Every request already inside the engine has finished (on the old weights)."""
+        await self._drained.wait()
+
+    def reopen(self) -> None:
+        now = time.monotonic()
+        for ep in self.registry.running.values():  # the pause is not idle time
+            ep.last_activity = max(ep.last_activity, now)
+        self._open.set()
+
+    def enter(self) -> None:
+        self.inflight += 1
+        self._drained.clear()
+
+    def exit(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0:
+            self._drained.set()
+
+
+class GatedEngine:
+    """The trainable engine as a `Sampler`: each submitted request counts in the gate until answered."""
+
+    def __init__(self, engine: Any, gate: EngineGate):
+        self.engine = engine
+        self.gate = gate
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.engine.tokenizer
+
+    @property
+    def max_model_len(self) -> int:
+        return self.engine.max_model_len
+
+    @property
+    def version(self) -> int:
+        return getattr(self.engine, "version", 0)
+
+    def submit(self, prompt_ids: list[int], sampling: Any,
+               on_token: Callable[[int, float], None] | None = None) -> Future:
+        fut = self.engine.submit(prompt_ids, sampling, on_token=on_token)
+        loop = asyncio.get_running_loop()
+        self.gate.enter()
+        fut.add_done_callback(lambda _f: _on_loop(loop, self.gate.exit))
+        return fut
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], None]) -> None:
+    try:
+        loop.call_soon_threadsafe(fn)
+    except RuntimeError:  # the loop has closed (server exit): nobody waits for the count any more
+        pass
 
 
 class Trainer:
