@@ -28,14 +28,15 @@ class), `drained()` waits until every request already inside the engine has fini
 weights, `reopen()` lets the waiting calls through, and the pause is not idle time, so every running
 episode's idle clock starts again then. Chat calls reach the trainable engine as `GatedEngine` (a
 `generate.Sampler`), which counts each submitted request in the gate until the engine has answered
-it; an engine future completes in the engine's thread and hands its count back through
-`call_soon_threadsafe`.
+it; the engine's thread counts an answer under a lock and wakes the event loop only for a drain
+that waits on it (a wake-up per answer cost ~20% of the episode rate at 32 clients on 2 cores).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -56,10 +57,10 @@ class EngineGate:
 
     def __init__(self, registry: EpisodeRegistry):
         self.registry = registry  # running episodes: the pause does not count as their idle time
-        self.inflight = 0  # requests submitted to the engine and not yet answered
+        self.inflight = 0  # requests submitted to the engine and not yet answered (under _lock)
+        self._lock = threading.Lock()  # the engine's thread counts answers; no event-loop wake-up per answer
+        self._waiter: asyncio.Future | None = None  # drained() waits on it while requests remain
         self._open = asyncio.Event()
-        self._drained = asyncio.Event()
-        self._drained.set()
 
     @property
     def is_open(self) -> bool:
@@ -78,7 +79,15 @@ class EngineGate:
 
     async def drained(self) -> None:
         """Every request already inside the engine has finished (on the old weights)."""
-        await self._drained.wait()
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self.inflight == 0:
+                return
+            self._waiter = waiter = loop.create_future()
+        try:
+            await waiter
+        finally:
+            self._waiter = None
 
     def reopen(self) -> None:
         now = time.monotonic()
@@ -87,13 +96,16 @@ class EngineGate:
         self._open.set()
 
     def enter(self) -> None:
-        self.inflight += 1
-        self._drained.clear()
+        with self._lock:
+            self.inflight += 1
 
     def exit(self) -> None:
-        self.inflight -= 1
-        if self.inflight == 0:
-            self._drained.set()
+        """A request was answered (called from any thread); wakes `drained()` only when it waits for this."""
+        with self._lock:
+            self.inflight -= 1
+            waiter = self._waiter if self.inflight == 0 else None
+        if waiter is not None:
+            _on_loop(waiter.get_loop(), lambda: waiter.done() or waiter.set_result(None))
 
 
 class GatedEngine:
@@ -118,9 +130,8 @@ class GatedEngine:
     def submit(self, prompt_ids: list[int], sampling: Any,
                on_token: Callable[[int, float], None] | None = None) -> Future:
         fut = self.engine.submit(prompt_ids, sampling, on_token=on_token)
-        loop = asyncio.get_running_loop()
         self.gate.enter()
-        fut.add_done_callback(lambda _f: _on_loop(loop, self.gate.exit))
+        fut.add_done_callback(lambda _f: self.gate.exit())
         return fut
 
 
