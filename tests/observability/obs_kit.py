@@ -51,5 +51,5 @@ def play_to_step(client: SwarmClient, step: int, job: TrainJob | None = None) ->
                                         user="civilian:player_1")
             client.end_episode(Task(task_id=f"t{task_no}"), episode_uuid, WorkflowOutput(reward=reward))
         deadline = time.monotonic() + 120
-        while client.get_engine_status()["state"] != "ROLLING" and time.monotonic() < deadline:
+        while client.get_engine_status()["state"] not in ("ROLLING", "FINISHED") and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -23,6 +23,8 @@ def test_overwatch_once_after_the_last_step(live_server):
     server = live_server(["train.total_steps=2"])
     with SwarmClient(server.url) as client:
         play_to_step(client, 2)
+        status = client.status()  # the server's own status says FINISHED, and it still serves episodes
+        assert status.state == "FINISHED" and status.global_step == 2 == status.total_steps, status.state
         running = [client.begin_episode(discard_episode_timeout=600)[0] for _ in range(12)]
         out = subprocess.run([sys.executable, "-c", "from vibe_rl.cli import main; main()", "swarm", "overwatch",
                               "--url", server.url, "--once"], capture_output=True, text=True, timeout=120,

@@ -110,7 +110,7 @@ def test_monitoring_md_names_the_real_status_and_traces_fields(server):
     what a real server answers (with a finished update, a pooled task and a running episode)."""
     from vibe_rl.schema import RolloutConfig, TrainConfig, TrainJob
     from vibe_rl.swarm import SwarmClient, Task
-    from vibe_rl.swarm.server import serving, updater
+    from vibe_rl.swarm.server import serving
 
     swarm = SwarmClient(server)
     swarm.auto_sync_train_config_and_start_engine(
@@ -139,7 +139,7 @@ def test_monitoring_md_names_the_real_status_and_traces_fields(server):
         named = {s for s in rows[key] if re.fullmatch(r"[a-z_]+", s)}
         assert named, f"no fields found for {key}"
         assert named <= set(answer), f"monitoring.md: {key} has no {sorted(named - set(answer))}"
-    states = {serving.OFFLINE, serving.BOOTING, updater.ROLLING, updater.WEIGHT_SYNCING}
+    states = set(serving.STATES)
     named_states = {s for s in rows["state"] if re.fullmatch(r"[A-Z_]+", s)}
     assert named_states == states, f"monitoring.md's states {named_states} != the server's {states}"
 

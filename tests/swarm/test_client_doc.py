@@ -29,6 +29,15 @@ def test_the_job_reference_is_the_schema():
     assert table == job_reference(), "docs/client.md: run python -m vibe_rl.schema.reference docs/client.md"
 
 
+def test_the_status_table_is_the_status_model():
+    """Every field the server's status answers is described in docs/client.md, as EngineStatus describes it."""
+    from vibe_rl.swarm.server.status import STATUS_END, STATUS_START, status_reference
+
+    table = DOC.read_text(encoding="utf-8").split(STATUS_START, 1)[1].split(STATUS_END, 1)[0].strip()
+    assert table == status_reference(), "docs/client.md: run python -m vibe_rl.swarm.server.status docs/client.md"
+    assert "FINISHED" in table
+
+
 def test_a_client_written_from_the_doc_trains_to_step_3(tmp_path, tiny_model_dir):
     script = tmp_path / "my_client.py"
     script.write_text(client_snippets())

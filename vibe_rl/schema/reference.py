@@ -59,24 +59,29 @@ def rows(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str, 
     return out
 
 
-def job_reference() -> str:
-    from vibe_rl.schema import TrainJob
-
+def table(model: type[BaseModel]) -> str:
+    """The markdown table of every leaf field of `model` (path, type, default, description)."""
     lines = ["| Field | Type | Default | Description |", "|---|---|---|---|"]
-    for path, kind, default, description in rows(TrainJob):
+    for path, kind, default, description in rows(model):
         cells = [f"`{path}`", f"`{kind}`", f"`{default}`", description]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
 
 
-def rewrite(doc: Path) -> bool:
+def job_reference() -> str:
+    from vibe_rl.schema import TrainJob
+
+    return table(TrainJob)
+
+
+def rewrite(doc: Path, start: str = START, end: str = END, text_of=job_reference) -> bool:
     """Put the current table between the markers of `doc`; True when it changed."""
     text = doc.read_text(encoding="utf-8")
-    head, sep, rest = text.partition(START)
-    _, sep2, tail = rest.partition(END)
+    head, sep, rest = text.partition(start)
+    _, sep2, tail = rest.partition(end)
     if not (sep and sep2):
-        raise SystemExit(f"{doc} has no {START} ... {END} markers")
-    new = f"{head}{START}\n{job_reference()}\n{END}{tail}"
+        raise SystemExit(f"{doc} has no {start} ... {end} markers")
+    new = f"{head}{start}\n{text_of()}\n{end}{tail}"
     doc.write_text(new, encoding="utf-8")
     return new != text
 

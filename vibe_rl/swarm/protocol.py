@@ -1,7 +1,8 @@
 """Wire models of the swarm server: OpenAI chat completions, episodes, control.
 
 Pure pydantic (no fastapi, no torch), so the client can share them. Responses on
-the hot path are plain dicts built in `serving.py`; these models validate input.
+the hot path are plain dicts built in `serving.py`; the status is built as `EngineStatus`
+(`vibe_rl.swarm.server.status`), which the client reads back.
 """
 
 from __future__ import annotations
@@ -245,10 +246,17 @@ class RunningEpisode(_Response):
     idle_s: float = Field(default=0.0, description="Seconds since its last LLM call (0 while one runs)")
 
 
+EngineState = Literal["OFFLINE", "BOOTING", "ROLLING", "WEIGHT_SYNCING", "FINISHED"]
+
+
 class EngineStatus(_Response):
     """`GET /control/status` (and `POST /control/start`, `/control/stop`)."""
 
-    state: Literal["OFFLINE", "BOOTING", "ROLLING", "WEIGHT_SYNCING"] = Field(description="The engine's state")
+    state: EngineState = Field(
+        description="OFFLINE: no engine (a client's job starts it; `errors` says why a boot failed); BOOTING: loading "
+                    "and resuming; ROLLING: serving episodes and collecting groups; WEIGHT_SYNCING: a weight update "
+                    "runs (chat calls wait for it); FINISHED: train.total_steps updates are done, episodes are still "
+                    "served and stored but never trained")
     global_step: int = Field(default=0, description="Weight updates done")
     weight_version: int = Field(default=0, description="Version of the weights now served")
     model: str = Field(default="", description="The trainable model's name (pass it as model=)")
@@ -256,8 +264,10 @@ class EngineStatus(_Response):
     pool: PoolStatus = Field(default_factory=PoolStatus, description="The pool of completed episodes")
     running_count: int = Field(default=0, description="Episodes begun and not yet ended")
     running_episodes: list[RunningEpisode] = Field(default_factory=list, description="Up to 200, most idle first")
-    tasks: list[dict[str, Any]] = Field(default_factory=list, description="Per-task rows of the pool")
-    last_update: dict[str, Any] | None = Field(default=None, description="Metrics of the last weight update")
+    tasks: list[dict[str, Any]] = Field(default_factory=list, description="Per-task rows of the pool, largest "
+                                        "groups first: task_id, episodes, reward_mean, reward_std")
+    last_update: dict[str, Any] | None = Field(default=None, description="Metrics of the last weight update (`step` "
+                                               "and the fields of GET /control/updates); None before the first")
     notes: list[str] = Field(default_factory=list, description="What the server adjusted or noticed")
     errors: list[str] = Field(default_factory=list, description="Recent errors (boot, updates, requests)")
     devices: list[dict[str, Any]] = Field(default_factory=list, description="Where the engine runs (rank, device)")
@@ -268,6 +278,15 @@ class EngineStatus(_Response):
         default=None, description="How tools, assistant tool_calls and tool messages reach the model: 'template' "
                                   "(its chat template renders them) or 'prompt' (the server writes them into the "
                                   "messages in Hermes format); None while no engine is loaded")
+    trace_viewer: str = Field(default="/control/ui", description="Path of the game-aware trace viewer on this "
+                              "server (`vibe-rl swarm ui` prints a login link to it)")
+
+
+class StoppedStatus(EngineStatus):
+    """`POST /control/stop`: the status as the engine stopped (OFFLINE; global_step where it ended)."""
+
+    abandoned_running_episodes: int = Field(default=0, description="Episodes that were running when the engine "
+                                            "stopped (dropped, counted in pool.aborted_episodes)")
 
 
 class ModelCard(_Response):

@@ -148,7 +148,7 @@ class _Transport:
 
     def _rolling(self, status: dict[str, Any], deadline: float, shown: str | None, verbose: bool) -> bool:
         """True once the engine rolls; raises when it is OFFLINE or the deadline passed."""
-        if status["state"] in ("ROLLING", "WEIGHT_SYNCING"):
+        if status["state"] in ("ROLLING", "WEIGHT_SYNCING", "FINISHED"):
             return True
         if status["state"] == "OFFLINE":
             why = status["errors"][-1] if status.get("errors") else "the engine is OFFLINE"

@@ -102,8 +102,7 @@ async def _run(serving: Any, req: CompletionRequest, timing: dict[str, Any], pre
                        param="prompt")
     sampling = sampling_for(req, rollout, engine.max_model_len - longest)
     feed = TokenFeed() if req.stream else None
-    serving.engine_enter()
-    gens_of = submit(engine, [ids for _, ids in prompts], sampling, req.n, timing, feed, exit_=serving.engine_exit)
+    gens_of = submit(serving.sampler, [ids for _, ids in prompts], sampling, req.n, timing, feed)  # submitted now
     stop = req.stop_list()
     created, cid = int(time.time()), f"cmpl-{uuid.uuid4().hex}"
 

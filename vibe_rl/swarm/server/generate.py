@@ -5,6 +5,9 @@ SSE stream whose chunks leave as the engine samples the tokens (see
 `vibe_rl.swarm.server.stream`; `ChatResult.finished` resolves when generation ends).
 Each choice also becomes a `Turn` with the prompt ids, the engine's
 response ids and logprobs, and the weight version.
+
+The engine is reached through `Sampler` alone (the trainable engine behind the trainer's gate,
+`trainer.GatedEngine`, or a static model's frozen engine); nothing here calls back into its caller.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import RolloutConfig
@@ -23,6 +28,22 @@ from vibe_rl.swarm.server.chat import PrefixCache, parse_tool_calls, render_text
 from vibe_rl.swarm.server.errors import ApiError
 from vibe_rl.swarm.server.openai_compat import cap_fields, check_chat
 from vibe_rl.swarm.server.stream import TokenFeed, chat_events
+
+
+class Sampler(Protocol):
+    """The engine as generation uses it (a subset of `vibe_rl.engine.base.Engine`)."""
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+    @property
+    def max_model_len(self) -> int: ...
+
+    @property
+    def version(self) -> int: ...
+
+    def submit(self, prompt_ids: list[int], sampling: Any,
+               on_token: Callable[[int, float], None] | None = None) -> Future: ...
 
 
 @dataclass
@@ -47,8 +68,8 @@ def sampling_for(req: Any, rollout: RolloutConfig, room: int):
         stop=req.stop_list(), seed=req.seed, top_logprobs=top_logprobs)
 
 
-async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutConfig, model_name: str,
-                      timing: dict[str, Any], static: bool = False, enter=None, exit_=None,
+async def generate_on(engine: Sampler, req: ChatCompletionRequest, rollout: RolloutConfig, model_name: str,
+                      timing: dict[str, Any], static: bool = False,
                       prefixes: PrefixCache | None = None) -> ChatResult:
     ignored = check_chat(req)
     messages = [m.model_dump(exclude_none=True) for m in req.messages]
@@ -63,9 +84,8 @@ async def generate_on(engine: Any, req: ChatCompletionRequest, rollout: RolloutC
                             "turns) or raise model.max_model_len.", code="context_length_exceeded", param="messages")
     sampling = sampling_for(req, rollout, room)
     feed = TokenFeed() if req.stream else None
-    if enter:  # now, so a weight update waits for this call even before its generation task runs
-        enter()
-    gens_of = submit(engine, [prompt_ids], sampling, req.n, timing, feed, exit_=exit_)
+    # submitted now, so a weight update waits for this call even before a stream's generation task runs
+    gens_of = submit(engine, [prompt_ids], sampling, req.n, timing, feed)
 
     async def finish() -> dict[str, Any]:
         gens = await gens_of
@@ -94,35 +114,34 @@ def _tools_on(req: ChatCompletionRequest) -> bool:
     return bool(req.tools) and req.tool_choice != "none"
 
 
-async def submit(engine: Any, prompts: list[list[int]], sampling: Any, n: int, timing: dict[str, Any],
-                 feed: TokenFeed | None = None, enter=None, exit_=None) -> list[Any]:
-    """n completions of every prompt (choice index = prompt * n + j), awaited together; the engine
-    accounting (enter/exit) spans exactly the generation. With a feed, tokens stream into it."""
+def submit(engine: Sampler, prompts: list[list[int]], sampling: Any, n: int, timing: dict[str, Any],
+           feed: TokenFeed | None = None) -> Awaitable[list[Any]]:
+    """Submit n completions of every prompt now (choice index = prompt * n + j); the awaitable gathers
+    them. With a feed, tokens stream into it."""
     t_submit = time.perf_counter()
     done_at: list[float] = []
-    if enter:
-        enter()
-    try:
-        futures = []
-        for p, prompt_ids in enumerate(prompts):
-            for j in range(n):
-                s = sampling if (n == 1 or sampling.seed is None) else type(sampling)(
-                    **{**sampling.__dict__, "seed": (sampling.seed + j + 2**63) % 2**64 - 2**63})  # stays an int64
-                index = p * n + j
-                fut = engine.submit(prompt_ids, s, on_token=feed.on_token(index) if feed else None)
-                fut.add_done_callback(lambda _f: done_at.append(time.perf_counter()))
-                if feed:
-                    fut.add_done_callback(feed.on_done(index))
-                futures.append(asyncio.wrap_future(fut))
+    futures = []
+    for p, prompt_ids in enumerate(prompts):
+        for j in range(n):
+            s = sampling if (n == 1 or sampling.seed is None) else type(sampling)(
+                **{**sampling.__dict__, "seed": (sampling.seed + j + 2**63) % 2**64 - 2**63})  # stays an int64
+            index = p * n + j
+            fut = engine.submit(prompt_ids, s, on_token=feed.on_token(index) if feed else None)
+            fut.add_done_callback(lambda _f: done_at.append(time.perf_counter()))
+            if feed:
+                fut.add_done_callback(feed.on_done(index))
+            futures.append(asyncio.wrap_future(fut))
+
+    async def gather() -> list[Any]:
         try:
             gens = [await futures[0]] if len(futures) == 1 else await asyncio.gather(*futures)
         except ValueError as exc:  # SequenceTooLongError and bad sampling are ValueErrors
             raise ApiError(400, str(exc), code="invalid_request") from exc
-    finally:
-        if exit_:
-            exit_()
-    timing["engine_s"] = timing.get("engine_s", 0.0) + (max(done_at) if done_at else time.perf_counter()) - t_submit
-    return gens
+        timing["engine_s"] = (timing.get("engine_s", 0.0) + (max(done_at) if done_at else time.perf_counter())
+                              - t_submit)
+        return gens
+
+    return gather()
 
 
 def logprobs_content(tokenizer: Any, gen: Any) -> list[dict[str, Any]]:
@@ -200,12 +219,6 @@ def _tokenize(engine: Any, messages: list[dict[str, Any]], req: ChatCompletionRe
                             "function.name and function.arguments) and message contents.",
                        code="invalid_messages", param="messages") from None
     return text, (prefixes or PrefixCache(0)).encode(engine.tokenizer, text)
-
-
-async def run(serving: Any, req: ChatCompletionRequest, timing: dict[str, Any],
-              prefixes: PrefixCache | None = None) -> ChatResult:
-    return await generate_on(serving.engine, req, serving.job.rollout, serving.model_name, timing,
-                             enter=serving.engine_enter, exit_=serving.engine_exit, prefixes=prefixes)
 
 
 def _sse(obj: Any) -> bytes:

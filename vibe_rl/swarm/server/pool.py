@@ -13,6 +13,7 @@ Pure Python: no torch, no fastapi.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import math
 import time
@@ -22,6 +23,15 @@ from typing import Any
 from vibe_rl.rl.advantages import all_equal
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import CollectionPolicy, TrainConfig
+
+
+@dataclass
+class Tally:
+    """Episodes set aside instead of trained on, by why (status `pool.*_episodes`; none is dropped silently)."""
+
+    discarded: int = 0  # idle past their discard timeout (the serving class's reaper)
+    aborted: int = 0  # aborted by their client, or running when the engine stopped
+    expired: int = 0  # of task groups that stayed incomplete past the TTL (Trainer.expire_groups)
 
 
 @dataclass
@@ -53,7 +63,8 @@ class Pool:
     """Completed, not yet trained episodes by task_id (insertion ordered: oldest task first).
 
     Counters are kept up to date on every add/take, so `ready()` and `summary()` cost O(1)
-    however many groups the pool holds (end_episode calls ready() every time)."""
+    however many groups the pool holds (end_episode calls ready() every time). `filled` is set whenever an
+    added episode leaves the pool ready for an update: it wakes the Trainer's loop."""
 
     def __init__(self, train: TrainConfig):
         self.train = train
@@ -62,6 +73,7 @@ class Pool:
         self.complete: dict[str, None] = {}  # ordered set: groups with >= grpo_n episodes
         self.non_dummy: dict[str, None] = {}  # complete groups whose rewards differ
         self.touched: dict[str, float] = {}  # task_id -> time.monotonic() of its latest episode
+        self.filled = asyncio.Event()
 
     # ------------------------------------------------------------ queries
 
@@ -118,6 +130,8 @@ class Pool:
             self.complete[episode.task_id] = None
             if episode.task_id not in self.non_dummy and not all_equal([e.reward for e in group]):
                 self.non_dummy[episode.task_id] = None
+        if self.ready():
+            self.filled.set()
 
     def _pop(self, task_id: str) -> list[CompletedEpisode]:
         group = self.groups.pop(task_id)

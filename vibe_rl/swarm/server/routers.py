@@ -61,17 +61,17 @@ async def start(request: Request) -> Response:
         err = validation_error(exc.errors())
         raise ApiError(400, err.message.replace("Invalid request:", "Invalid TrainJob:", 1), code="invalid_job",
                        param=err.param) from None
-    return _json(await _serving(request).start(job))
+    return _json((await _serving(request).start(job)).model_dump(mode="json"))
 
 
 @control.get("/status")
 async def status(request: Request) -> Response:
-    return _json(_serving(request).status())
+    return _json(_serving(request).status().model_dump(mode="json"))
 
 
 @control.post("/stop")
 async def stop(request: Request) -> Response:
-    return _json(await _serving(request).stop())
+    return _json((await _serving(request).stop()).model_dump(mode="json"))
 
 
 @control.get("/updates")

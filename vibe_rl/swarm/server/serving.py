@@ -5,6 +5,16 @@ as OpenAI's error envelope); routers stay thin. All state is touched on the
 event loop thread only; the engine generates in its own thread (futures) and
 trains in a worker thread (`asyncio.to_thread`).
 
+The serving class holds a `Trainer` (`trainer.py`) while the engine runs: its own loop, woken by
+the pool, does the weight updates; `end` only stores the episode and adds it to the pool. Chat
+calls generate through `GatedEngine`, the narrow `generate.Sampler` interface, whose gate the
+trainer closes during an update.
+
+States (`status().state`): OFFLINE (no engine; a client's job starts it) -> BOOTING (loading,
+resuming) -> ROLLING (serving and collecting) <-> WEIGHT_SYNCING (an update runs; chat calls
+wait) -> FINISHED once `train.total_steps` updates are done (still serving: episodes are
+stored, no more updates); `stop` returns to OFFLINE.
+
 Episode lifecycle (documented contract):
 
 - `begin` returns a fresh episode with a random api key (`secrets.token_urlsafe`),
@@ -36,60 +46,74 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Literal
 
 from vibe_rl.engine.choice import refusal as engine_refusal
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import TrainJob
-from vibe_rl.swarm.protocol import BeginEpisodeResponse, ChatCompletionRequest, EndEpisodeRequest
-from vibe_rl.swarm.server import bounds
+from vibe_rl.swarm.protocol import (
+    BeginEpisodeResponse,
+    ChatCompletionRequest,
+    EndEpisodeRequest,
+    EngineStatus,
+    StoppedStatus,
+)
+from vibe_rl.swarm.server import bounds, updates
 from vibe_rl.swarm.server.config import ServerConfig
 from vibe_rl.swarm.server.errors import ApiError
-from vibe_rl.swarm.server.pool import CompletedEpisode, Pool
+from vibe_rl.swarm.server.pool import CompletedEpisode, Pool, Tally
 from vibe_rl.swarm.server.registry import Episode, EpisodeRegistry
 from vibe_rl.swarm.server.static import StaticRouter
-from vibe_rl.swarm.server.updater import ROLLING, WEIGHT_SYNCING, UpdateLoop  # noqa: F401  (re-exported states)
+from vibe_rl.swarm.server.status import engine_status
+from vibe_rl.swarm.server.trainer import EngineGate, GatedEngine, Trainer
 
 log = logging.getLogger("vibe_rl.swarm")
 
-OFFLINE, BOOTING = "OFFLINE", "BOOTING"
+OFFLINE, BOOTING, ROLLING, WEIGHT_SYNCING, FINISHED = "OFFLINE", "BOOTING", "ROLLING", "WEIGHT_SYNCING", "FINISHED"
+STATES = (OFFLINE, BOOTING, ROLLING, WEIGHT_SYNCING, FINISHED)
 
 
-class SwarmServing(UpdateLoop):
+class SwarmServing:
     def __init__(self, config: ServerConfig):
         self.config = config
-        self.state = OFFLINE
+        self.phase: Literal["OFFLINE", "BOOTING", "ROLLING"] = OFFLINE  # the engine's; `state` adds the trainer's
         self.job: TrainJob | None = None
         self.engine: Any = None
+        self.sampler: GatedEngine | None = None  # the engine as chat calls see it (generate.Sampler)
         self.store: Any = None
         self.pool: Pool | None = None
+        self.trainer: Trainer | None = None  # the weight-update loop, while an engine runs
         self.static: StaticRouter | None = None
         self.registry = EpisodeRegistry()  # running episodes by id and key; why gone ones went
-        self.expired = 0
-        self.update_failures = 0  # consecutive failed weight updates of the same groups
+        self.gate = EngineGate(self.registry)  # open while the engine rolls; a weight update closes it
+        self.tally = Tally()  # discarded, aborted, expired episodes
         self._next_expire = 0.0
-        self._update_started = 0.0
         self._ending: dict[str, tuple[str, float, str]] = {}  # episodes being written by end
         self.traces: deque[dict[str, Any]] = deque(maxlen=config.trace_buffer)
         self.errors: deque[str] = deque(maxlen=50)
         self.notes: list[str] = []
-        self.global_step = 0
-        self.discarded = 0
-        self.aborted = 0
-        self.eval_rewards: list[float] = []  # rewards of eval episodes ended since the last update
-        self.last_update: dict[str, Any] | None = None
         self.sink: Any = None  # vibe_rl.swarm.observe.loggers.MetricsSink: per-update metrics to the job's loggers
         # cumulative since the server started, for rates (overwatch, vibe-rl run's progress line)
         self.counters = {"llm_calls": 0, "generated_tokens": 0, "episodes_ended": 0}
-        self.inflight = 0
-        self._rolling = asyncio.Event()
-        self._drained = asyncio.Event()
-        self._drained.set()
         self._tasks: set[asyncio.Task] = set()
-        self._update_task: asyncio.Task | None = None
-        from vibe_rl.swarm.server import updates  # noqa: F401  (server-side module, imported with the server)
 
-        self.updates = updates
+    @property
+    def state(self) -> str:
+        """The documented state (module docstring): the engine's phase, refined by the trainer's."""
+        if self.phase != ROLLING:
+            return self.phase
+        if not self.gate.is_open:
+            return WEIGHT_SYNCING
+        return FINISHED if self.trainer is not None and self.trainer.finished else ROLLING
+
+    @property
+    def accepting(self) -> bool:
+        """Episodes may begin and chat calls generate (ROLLING or FINISHED)."""
+        return self.phase == ROLLING and self.gate.is_open
+
+    @property
+    def global_step(self) -> int:
+        return self.trainer.global_step if self.trainer is not None else 0
 
     # ------------------------------------------------------------ control
 
@@ -99,7 +123,7 @@ class SwarmServing(UpdateLoop):
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def start(self, job: TrainJob | None) -> dict[str, Any]:
+    async def start(self, job: TrainJob | None) -> EngineStatus:
         job = job or self.config.base_job
         if job is None:
             raise ApiError(400, "No job given and the server has no --config job. Send a TrainJob, e.g. "
@@ -109,7 +133,7 @@ class SwarmServing(UpdateLoop):
         refused = engine_refusal(effective.model)  # before booting: the engine's own error would come later
         if refused:
             raise ApiError(400, refused, code="invalid_job", param="model.engine")
-        if self.state != OFFLINE:
+        if self.phase != OFFLINE:
             if effective == self.job:
                 return self.status()
             raise ApiError(409, f"The engine already runs a different job (state {self.state}, model "
@@ -119,49 +143,52 @@ class SwarmServing(UpdateLoop):
         for note in notes:
             print(f"note: {note}", flush=True)
         self.notes = notes
-        self.job, self.state = effective, BOOTING
-        self._rolling.clear()
+        self.job, self.phase = effective, BOOTING
+        self.gate.close()
         self._spawn(self._boot())
         return self.status()
 
     async def _boot(self) -> None:
         try:
-            booted = await asyncio.to_thread(self.updates.boot, self.job)
+            booted = await asyncio.to_thread(updates.boot, self.job)
         except Exception as exc:  # boot failures are reported through status, not lost
             log.exception("engine boot failed")
             self.errors.append(f"engine boot failed: {type(exc).__name__}: {exc}")
-            self.state = OFFLINE
+            self.phase = OFFLINE
             return
-        self.engine, self.store, self.global_step = booted.engine, booted.store, booted.step
-        self.sink = booted.sink
+        self.engine, self.store, self.sink = booted.engine, booted.store, booted.sink
+        self.sampler = GatedEngine(self.engine, self.gate)
         self.pool = Pool(self.job.train)
         for ep in booted.recovered:
             self.pool.add(ep)
-        self.discarded = int(self.store.get_meta("discarded_episodes", 0))
-        self.expired = int(self.store.get_meta("expired_episodes", 0))
-        self.static = StaticRouter(self.job, lambda path: self.updates.load_frozen(path, self.job.model))
+        self.tally.discarded = int(self.store.get_meta("discarded_episodes", 0))
+        self.tally.expired = int(self.store.get_meta("expired_episodes", 0))
+        self.trainer = Trainer(engine=self.engine, pool=self.pool, store=self.store, job=self.job, config=self.config,
+                               gate=self.gate, sink=self.sink, tally=self.tally, notes=self.notes, errors=self.errors,
+                               step=booted.step)
+        self.static = StaticRouter(self.job, lambda path: updates.load_frozen(path, self.job.model))
         self.traces.extend(self.store.recent_calls(self.config.trace_buffer))
         self.notes.extend(booted.notes + self.static.notes)
         for note in booted.notes + self.static.notes:
             print(f"note: {note}", flush=True)
-        self.state = ROLLING
-        self._rolling.set()
-        self._maybe_update()
+        self.phase = ROLLING
+        self.gate.open()
+        self.trainer.start()  # a recovered pool may be ready already: the loop looks before it waits
 
-    async def stop(self) -> dict[str, Any]:
-        if self.state == BOOTING:
+    async def stop(self) -> StoppedStatus:
+        if self.phase == BOOTING:
             raise ApiError(409, "The engine is still BOOTING; stop it once it is ROLLING.", code="engine_booting",
                            retry_after=2.0)
-        if self._update_task is not None:
-            await asyncio.shield(self._update_task)
+        if self.trainer is not None:
+            await self.trainer.close()  # an update in progress finishes first
         running = len(self.registry)
         for ep in list(self.registry.running.values()):
             self.registry.forget(ep, "the engine was stopped while the episode ran")
-        self.aborted += running
-        self.state = OFFLINE
-        self._rolling.clear()
+        self.tally.aborted += running
+        self.phase = OFFLINE
+        self.gate.close()
         engine, store, static = self.engine, self.store, self.static
-        self.engine = self.store = self.static = None
+        self.engine = self.sampler = self.store = self.static = None
         self.pool = None
         if static is not None:
             await static.close()
@@ -172,18 +199,16 @@ class SwarmServing(UpdateLoop):
         if self.sink is not None:
             self.sink.close()
             self.sink = None
-        status = self.status()
-        status["abandoned_running_episodes"] = running
-        self.job, self.global_step, self.last_update = None, 0, None  # the next job's boot reads its own step
+        status = StoppedStatus(**dict(self.status()), abandoned_running_episodes=running)
+        self.job, self.trainer = None, None  # the next job's boot reads its own step
         return status
 
     async def shutdown(self) -> None:
         for task in list(self._tasks):
-            if task is not self._update_task:
-                task.cancel()
-        if self.state == BOOTING:  # the boot thread cannot be interrupted; the process exit ends it
+            task.cancel()
+        if self.phase == BOOTING:  # the boot thread cannot be interrupted; the process exit ends it
             return
-        if self.state != OFFLINE or self.engine is not None:
+        if self.phase != OFFLINE or self.engine is not None:
             await self.stop()
 
     # ------------------------------------------------------------ status
@@ -192,52 +217,11 @@ class SwarmServing(UpdateLoop):
     def model_name(self) -> str:
         return self.job.model.path if self.job else ""
 
-    def status(self) -> dict[str, Any]:
-        now = time.monotonic()
-        pool = self.pool.summary() if self.pool is not None else {
-            "policy": None, "completed_episodes": 0, "completed_tasks": 0, "completed_non_dummy_tasks": 0,
-            "target_tasks": 0, "target_episodes": 0, "grpo_n": 0, "avg_episodes_per_task": 0.0}
-        pool["discarded_episodes"] = self.discarded
-        pool["aborted_episodes"] = self.aborted
-        pool["expired_episodes"] = self.expired
-        pool.setdefault("incomplete_tasks", 0)
-        pool.setdefault("oldest_incomplete_idle_s", 0.0)
-        pool["incomplete_group_ttl_s"] = self.config.incomplete_group_ttl
-        running = sorted(self.registry.running.values(), key=lambda e: e.last_activity)
-        return {
-            "state": self.state,
-            "global_step": self.global_step,
-            "weight_version": getattr(self.engine, "version", 0) if self.engine is not None else 0,
-            "model": self.model_name,
-            "total_steps": self.job.train.total_steps if self.job else 0,
-            "pool": pool,
-            "running_count": len(running),
-            "running_episodes": [{"episode_uuid": e.uuid, "llm_calls": e.llm_calls,
-                                  "idle_s": round(0.0 if e.inflight else now - e.last_activity, 2)}
-                                 for e in running[:200]],
-            "tasks": self.pool.tasks_table() if self.pool is not None else [],
-            "last_update": self.last_update,
-            "notes": list(self.notes),
-            "errors": list(self.errors),
-            "trace_viewer": "/control/ui",  # the game-aware trace viewer (`vibe-rl swarm ui` prints a login link)
-            # where the engine runs: one entry per process (rank), with its GPU when it has one
-            "devices": getattr(self.engine, "devices", None) or (
-                [{"rank": 0, "device": str(self.engine.device)}] if hasattr(self.engine, "device") else []),
-            # the job the engine runs: the client's job after this server's --model/--set overrides
-            "job": self.job.model_dump(mode="json") if self.job else None,
-            "counters": dict(self.counters),  # llm_calls, generated_tokens (trainable model), episodes_ended
-            # how tools reach the model: 'template' (its chat template renders them) or 'prompt' (written into
-            # the messages in the documented Hermes format, vibe_rl.swarm.server.chat)
-            "chat_template": self._template_view(),
-        }
-
-    def _template_view(self) -> dict[str, str] | None:
-        tokenizer = getattr(self.engine, "tokenizer", None) if self.engine is not None else None
-        if tokenizer is None:
-            return None
-        from vibe_rl.swarm.server.chat import template_support
-
-        return template_support(tokenizer).describe()
+    def status(self) -> EngineStatus:
+        return engine_status(state=self.state, job=self.job, engine=self.engine, pool=self.pool, tally=self.tally,
+                             incomplete_group_ttl=self.config.incomplete_group_ttl,
+                             running=self.registry.running.values(), trainer=self.trainer, notes=self.notes,
+                             errors=self.errors, counters=self.counters)
 
     def updates_view(self, since: int, limit: int = 1000) -> dict[str, Any]:
         """Per-update metrics with step > since (GET /control/updates?since=N); empty while OFFLINE."""
@@ -257,7 +241,7 @@ class SwarmServing(UpdateLoop):
     # ------------------------------------------------------------ episodes
 
     def _not_ready(self, what: str) -> ApiError:
-        if self.state == OFFLINE:
+        if self.phase == OFFLINE:
             return ApiError(503, f"The engine is OFFLINE, so {what} cannot run. Start it first with "
                                  "SwarmClient(url).auto_sync_train_config_and_start_engine(job) (a restarted "
                                  "server stays OFFLINE until a client syncs its job again)"
@@ -270,7 +254,7 @@ class SwarmServing(UpdateLoop):
               group: str | None = None) -> BeginEpisodeResponse:
         bounds.check_discard_timeout(self.config, discard_timeout)
         bounds.check_group(self.config, group)
-        if self.state != ROLLING:
+        if not self.accepting:
             raise self._not_ready("swarm.episode / begin_episode")
         bounds.check_running(self.config, len(self.registry))
         ep = self.registry.open(discard_timeout or self.config.default_discard_timeout, kind, group)
@@ -315,10 +299,10 @@ class SwarmServing(UpdateLoop):
         finally:
             self._ending.pop(ep.uuid, None)
         if ep.kind == "eval":
-            self.eval_rewards.append(done.reward)
+            if self.trainer is not None:
+                self.trainer.record_eval(done.reward)
         elif self.pool is not None:
-            self.pool.add(done)
-            self._maybe_update()
+            self.pool.add(done)  # a group it completes wakes the trainer's loop
         self.counters["episodes_ended"] += 1
         result = {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,
                   "trainable_turns": sum(1 for t in ep.turns if not t.static)}
@@ -332,25 +316,25 @@ class SwarmServing(UpdateLoop):
         self.registry.authorize(episode_uuid, self.registry.key_for(episode_uuid), credential, admin)
         ep = self.registry.lookup(episode_uuid)
         self.registry.forget(ep, "it was aborted")
-        self.aborted += 1
+        self.tally.aborted += 1
         return {"episode_uuid": episode_uuid, "aborted": True, "llm_calls": ep.llm_calls}
 
     async def reap_forever(self) -> None:
         """Discard episodes idle past their timeout (never while an update pauses them)."""
         while True:
             await asyncio.sleep(self.config.reaper_interval)
-            if self.state != ROLLING:
+            if not self.accepting:
                 continue
             now = time.monotonic()
-            if now >= self._next_expire:
+            if now >= self._next_expire and self.trainer is not None:
                 self._next_expire = now + min(30.0, self.config.incomplete_group_ttl / 10)
-                self.expire_groups(now)
+                self.trainer.expire_groups(now)
             for ep in self.registry.idle(now):
                 self.registry.forget(ep, f"discarded after {ep.timeout:g} s without an LLM call (raise the idle "
                                  "timeout: swarm.episode(task, timeout=...) / begin_episode(discard_episode_timeout=...))")
-                self.discarded += 1
+                self.tally.discarded += 1
                 if self.store is not None:
-                    self.store.set_meta("discarded_episodes", self.discarded)
+                    self.store.set_meta("discarded_episodes", self.tally.discarded)
                 log.warning("discarded idle episode %s (%d llm calls)", ep.uuid, ep.llm_calls)
 
     # ------------------------------------------------------------ chat
@@ -359,11 +343,11 @@ class SwarmServing(UpdateLoop):
         """Hold a chat call while the engine boots or updates (a new update may start right
         after one ends, so wait in a loop), then 429 + Retry-After after sync_wait_timeout."""
         deadline = time.monotonic() + self.config.sync_wait_timeout
-        while self.state != ROLLING:
-            if self.state == OFFLINE:
+        while not self.accepting:
+            if self.phase == OFFLINE:
                 raise self._not_ready("chat completions")
             try:
-                await asyncio.wait_for(self._rolling.wait(), timeout=max(0.0, deadline - time.monotonic()))
+                await self.gate.wait_open(deadline - time.monotonic())
             except asyncio.TimeoutError:
                 raise ApiError(429, f"The engine is still {self.state}; retry shortly.", code="engine_busy",
                                retry_after=2.0) from None
@@ -395,7 +379,8 @@ class SwarmServing(UpdateLoop):
                 result = await self.static.complete(static, req, timing, ep.snapshots)
             else:
                 await self.wait_rolling()
-                result = await generate.run(self, req, timing, ep.prefixes)
+                result = await generate.generate_on(self.sampler, req, self.job.rollout, self.model_name, timing,
+                                                    prefixes=ep.prefixes)
         finally:
             if result is None or result.finished is None:
                 self.record_call(ep, req.model, player, static is not None, result.turns if result else None)
@@ -419,14 +404,3 @@ class SwarmServing(UpdateLoop):
             turn.player, turn.ts = player, now
             ep.turns.append(turn)
         self.traces.append({"episode_uuid": ep.uuid, "player": player, "model": model, "static": static, "ts": now})
-
-    # engine accounting used by generate.run (kept here so the update can drain it)
-    def engine_enter(self) -> None:
-        self.inflight += 1
-        self._drained.clear()
-
-    def engine_exit(self) -> None:
-        self.inflight -= 1
-        if self.inflight == 0:
-            self._drained.set()
-
