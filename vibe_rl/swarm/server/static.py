@@ -124,12 +124,16 @@ class StaticRouter:
             return await generate_on(await self._frozen(self.job.model.path), tagged, self.job.rollout, model.name,
                                      timing, static=True)
         engine, release = await self.snapshots.get(model, step)
-        try:  # the generation's end releases it (a stream's too, later)
-            return await generate_on(engine, tagged, self.job.rollout, model.name, timing, static=True,
-                                     exit_=release)
+        try:
+            result = await generate_on(engine, tagged, self.job.rollout, model.name, timing, static=True)
         except BaseException:
-            release()  # idempotent: a call that failed before generating
+            release()  # idempotent: a call that failed before or while generating
             raise
+        if result.finished is None:  # generated already
+            release()
+        else:  # a stream: released when its generation ends (or is cancelled)
+            result.finished.add_done_callback(lambda _f: release())
+        return result
 
     async def _frozen(self, path: str) -> Any:
         async with self._lock:
