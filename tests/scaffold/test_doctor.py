@@ -116,7 +116,7 @@ def test_a_learning_rate_too_large_for_the_model(project):
 def test_chinese_syntax_and_untagged_calls(project):
     edit(project / "game_engine.py", "import random", "import random  # 随机")
     edit(project / "mock_dataset.py", "import json", "import json(")
-    edit(project / "agent_run.py", 'user=f"{player.role}:{player.pid}", ', "")
+    edit(project / "agent_run.py", "user=tag(player), ", "")
     found = {(f.file, f.message.split(":")[0]) for f in errors(project)}
     assert ("game_engine.py", "Chinese/CJK text in code") in found
     assert ("mock_dataset.py", "does not compile") in found
