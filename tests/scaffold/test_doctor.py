@@ -130,7 +130,7 @@ def test_adv_servers_disagree_on_group_size(project):
 
 
 def test_doctor_says_which_engine_each_server_runs_and_why(project):
-    edit(project / "config.yaml", "  engine: torch", "  engine: auto")
+    edit(project / "config.yaml", "\nmodel:\n", "\nmodel:\n  engine: auto\n")  # the default torch is not written
     report = json.loads(doctor(project).stdout)
     first, second = report["engines"]
     assert first["config"] == "config.yaml" and first["engine"] == "torch"

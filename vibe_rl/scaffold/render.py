@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import yaml
 from markupsafe import Markup
 
 from vibe_rl.errors import TemplateError
@@ -121,12 +120,13 @@ def skipped_files(spec: TaskSpec, manifest: Manifest) -> set[str]:
 
 
 def config_text(spec: TaskSpec, server: str) -> str:
+    """The server's TrainJob YAML: the planned settings only, each commented (`job_yaml`)."""
+    from vibe_rl.scaffold.job_yaml import job_yaml
+
     s = spec.server(server)
     modes = [m.name for m in spec.modes if server in m.servers]
-    head = (f"# TrainJob of swarm server '{s.name}' (port {s.port}, {s.gpus} GPUs; modes: {', '.join(modes)}).\n"
-            f"# Rendered from {SPEC_FILE}; edit freely. `vibe-rl doctor .` checks it against the roll scripts.\n")
-    body = spec.train_job(server).model_dump(mode="json", exclude_none=True)
-    return head + yaml.safe_dump(body, sort_keys=False, allow_unicode=False)
+    title = f"TrainJob of swarm server '{s.name}' (port {s.port}, {s.gpus} GPUs; modes: {', '.join(modes)})."
+    return job_yaml(spec.train_job(server), title)
 
 
 def render_files(spec: TaskSpec, manifest: Manifest) -> dict[str, str]:
