@@ -179,6 +179,7 @@ def run_episode(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey],
     game, players = play(task, endpoints, seed)
     info = {"winner": game.winner, "days": game.day, "roles": {p.pid: p.role for p in game.players},
             "fallbacks": players.fallbacks, "invalid_actions": game.invalid_actions}
+    # `win` (this team's side won; a draw is not a win) is what an eval episode's win rate counts (eval/win_rate)
     return {team: WorkflowOutput(reward=WIN if reward_for(roles[0], game.winner) else LOSS,
-                                 metadata={**info, "team": team})
+                                 metadata={**info, "team": team, "win": bool(reward_for(roles[0], game.winner))})
             for team, roles in EPISODE_ROLES.items()}

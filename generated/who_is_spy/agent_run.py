@@ -136,9 +136,11 @@ def reward(game: Game, role: str) -> float:
 
 def output(game: Game, role: str) -> WorkflowOutput:
     """The side's reward, and each of its seats' own (its ballots, the side's outcome) as `seat_rewards`,
-    which `train.advantage: individual` trains on instead of the team reward."""
+    which `train.advantage: individual` trains on instead of the team reward. `win` (did this side win) is what
+    an eval episode's win rate counts (eval/win_rate with its 95% interval in the server's metrics)."""
     seats = {tag(p): side_reward(game, role, WIN, LOSS, seats=[p.pid]) for p in game.players if p.role == role}
-    return WorkflowOutput(reward=reward(game, role), metadata={**summary(game), "seat_rewards": seats})
+    return WorkflowOutput(reward=reward(game, role),
+                          metadata={**summary(game), "win": game.winner() == role, "seat_rewards": seats})
 
 
 def run_episode(task: Task, creds: OpenaiBaseUrlAndApiKey, seed: int | None = None) -> WorkflowOutput:

@@ -196,6 +196,7 @@ def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
     info = outputs["werewolves"]["metadata"]
     assert info["winner"] in ("werewolves", "village") and info["fallbacks"] == 0 and info["invalid_actions"] == 0
     assert {outputs["werewolves"]["reward"], outputs["seer"]["reward"]} == {0.0, 1.0}
+    assert all(o["metadata"]["win"] is (o["reward"] == 1.0) for o in outputs.values())  # eval/win_rate counts it
     assert players.refused > 0  # long prompts were refused, then retried with fewer events and answered
     # The werewolves' and the seer's calls use their own episode keys; the static village roles go through the
     # episode of the trainable team on their side (the seer's), which keeps it busy after the seer dies.

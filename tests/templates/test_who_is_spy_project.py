@@ -83,12 +83,14 @@ def test_episode_wiring_votes_and_rewards(project):
     single, (adv_1, adv_2) = result["single"], result["adv"]
     assert single["metadata"]["winner"] in ("civilian", "spy")
     assert single["reward"] == (1.0 if single["metadata"]["winner"] == "civilian" else 0.0)
+    assert single["metadata"]["win"] is (single["metadata"]["winner"] == "civilian")  # eval/win_rate counts it
     assert single["metadata"]["eliminated"], "scripted votes always agree, so someone is voted out"
     ballots = single["metadata"]["ballots"]  # cast at once, recorded in seat order
     assert [voter for when, voter, _ in ballots if when == 1] == list(single["metadata"]["roles"])
     assert all(target for _, _, target in ballots), "every scripted vote names another living player"
     assert adv_1["reward"] + adv_2["reward"] == 1.0  # each server rewarded for its own team
     assert adv_1["reward"] == (1.0 if adv_1["metadata"]["winner"] == "civilian" else 0.0)
+    assert [adv_1["metadata"]["win"], adv_2["metadata"]["win"]] == [adv_1["reward"] == 1.0, adv_2["reward"] == 1.0]
 
     for body in one.requests + two.requests:
         role, pid = body["user"].split(":")

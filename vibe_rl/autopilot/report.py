@@ -35,6 +35,7 @@ class RunReport:
     reward_mean: float | None = None  # one server: its reward so far; several: the mean of `rewards`
     rewards: dict[str, float | None] = field(default_factory=dict)  # server -> its reward so far (own scale)
     episodes: int = 0
+    eval_win_rates: dict[str, str] = field(default_factory=dict)  # server -> its latest eval win rate, in words
     sessions: list[str] = field(default_factory=list)
     attach: list[str] = field(default_factory=list)
     overwatch: list[str] = field(default_factory=list)
@@ -87,6 +88,7 @@ class RunReport:
             if self.final_diagnosis:  # shown in full above; here without the evidence block
                 lines += [x for x in self.final_diagnosis.splitlines() if not x.startswith("    ")
                           and x.strip() != "evidence:"]
+        lines += [f"  {k} eval win rate: {v}" for k, v in self.eval_win_rates.items()]
         lines += [f"  {k} runs: {v}" for k, v in self.job.items()]
         if self.audit:
             lines.append("  " + self.audit.replace("\n", "\n  "))
@@ -120,6 +122,15 @@ def reward_so_far(statuses: dict[str, dict[str, Any]]) -> tuple[dict[str, float 
         n = sum(k for k, _ in pooled)
         rewards[name] = sum(k * r for k, r in pooled) / n if n else None
     return rewards, episodes
+
+
+def eval_win_rates(updates: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Per server, its newest eval win rate with the 95% Wilson interval (`swarm.observe.winrate`), in words; a
+    server whose eval episodes reported no `win` (or that played none) is left out."""
+    from vibe_rl.swarm.observe import winrate
+
+    found = {name: winrate.latest(rows) for name, rows in updates.items()}
+    return {name: winrate.describe(row) for name, row in found.items() if row is not None}
 
 
 def flat_update_notes(statuses: dict[str, dict[str, Any]]) -> list[str]:

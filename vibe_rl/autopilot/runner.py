@@ -37,7 +37,7 @@ from vibe_rl.autopilot.fixer import (
 from vibe_rl.autopilot.llm import FixLLM
 from vibe_rl.autopilot.plan import RunOptions, parse_until, plan_sessions
 from vibe_rl.autopilot.progress import ProgressLine
-from vibe_rl.autopilot.report import Attempt, RunReport, flat_update_notes, reward_so_far
+from vibe_rl.autopilot.report import Attempt, RunReport, eval_win_rates, flat_update_notes, reward_so_far
 from vibe_rl.autopilot.sessions import SessionSpec, TmuxSessions
 from vibe_rl.autopilot.state import RunState, ServerProgress
 from vibe_rl.autopilot.venvs import ensure_venv
@@ -348,6 +348,9 @@ class Runner:
             if prog.signal_step is None and name in snap.statuses:
                 prog.signal_step = self._signal(name, prog.start_step, snap.statuses[name])
         rep.signal_steps = {n: p.signal_step for n, p in self.state.servers.items()}
+        rep.eval_win_rates = eval_win_rates({n: signals.updates_since(self.dir, n, p.start_step)
+                                             + [(snap.statuses.get(n) or {}).get("last_update") or {}]
+                                             for n, p in self.state.servers.items()})
         rep.notes += flat_update_notes(snap.statuses)
         rep.notes += signals.health_notes(self.dir, snap.statuses, self.state.servers, self.spec)
 

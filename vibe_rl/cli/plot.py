@@ -17,7 +17,8 @@ def register_plot(swarm: typer.Typer) -> None:
                                                      "EXPERIMENT_DIR/curves.png."),
         as_json: bool = typer.Option(False, "--json", help="Print the updates and the learning summary as JSON."),
     ) -> None:
-        """Draw reward mean +- std and loss per weight update with matplotlib; print the reward per step."""
+        """Draw reward mean +- std, the eval win rate (95% interval) where logged, and loss per weight update with
+        matplotlib; print the reward per step and the eval win rates."""
         from vibe_rl.swarm.observe import curves
 
         if out is not None:  # before reading anything: matplotlib would write DIR.png, or fail with a traceback
@@ -29,6 +30,9 @@ def register_plot(swarm: typer.Typer) -> None:
             typer.echo(json.dumps({"updates": updates, "learning": summary, "image": str(path)}, default=str))
             return
         typer.echo(curves.table(updates))
+        wins = curves.eval_table(updates)
+        if wins:
+            typer.echo(wins)
         if summary:
             typer.echo(f"reward: mean of the first 3 updates {summary['first_mean']}, of the last 3 "
                        f"{summary['last_mean']} (margin {summary['margin']:+})")

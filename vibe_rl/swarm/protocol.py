@@ -137,7 +137,8 @@ class BeginEpisodeRequest(BaseModel):
     discard_episode_timeout: float | None = Field(
         default=None, gt=0, allow_inf_nan=False, description="Seconds without an LLM call after which the episode is discarded")
     kind: Literal["train", "eval"] = Field(
-        default="train", description="'eval': served by the current weights, its reward logged as eval/* at the next "
+        default="train", description="'eval': served by the current weights, its reward (and its end metadata's bool "
+                                     "'win', as eval/win_rate with a 95% interval) logged as eval/* at the next "
                                      "update, never pooled or trained on")
     group: str | None = Field(
         default=None, min_length=1, description="The GRPO group key the episode is pooled under; None: the task_id "

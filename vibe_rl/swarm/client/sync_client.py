@@ -308,7 +308,8 @@ class SwarmClient(_Transport):
     def begin(self, task: Task, timeout: float | None = None, eval: bool = False,
               group: str | None = None) -> Episode:
         """Begin an episode of `task` (the context manager `episode` is usually nicer). An eval episode is
-        served by the current weights and its reward is logged as eval/*, but it is never trained on.
+        served by the current weights and its reward is logged as eval/*, but it is never trained on; end it with
+        metadata {"win": True/False} (the trainable side won) to log the eval win rate with a 95% interval.
         `group`: the GRPO group key it is pooled under (default: the task's task_id)."""
         task = self._checked_task(task)
         kind = "eval" if eval else "train"

@@ -69,9 +69,27 @@ def eval_points(updates: list[dict[str, Any]]) -> list[tuple[int, float]]:
     return [(row["step"] - 1, _num(row, "eval/reward_mean")) for row in updates if "eval/reward_mean" in row]
 
 
+def eval_win_points(updates: list[dict[str, Any]]) -> list[tuple[int, float, float, float, int]]:
+    """(step, eval win rate, its 95% Wilson interval's lo and hi, episodes) of the updates that logged one (see
+    `winrate`), placed at the weights that served them like `eval_points`."""
+    return [(row["step"] - 1, _num(row, "eval/win_rate"), _num(row, "eval/win_rate_lo"), _num(row, "eval/win_rate_hi"),
+             int(row.get("eval/win_episodes") or 0)) for row in updates if "eval/win_rate" in row]
+
+
+def eval_table(updates: list[dict[str, Any]]) -> str:
+    """One line per update with an eval win rate: the weights' step, the rate, its 95% interval, episodes; '' when
+    no update logged one."""
+    points = eval_win_points(updates)
+    if not points:
+        return ""
+    lines = ["weights of step  eval win rate  95% interval (Wilson)  eval episodes"]
+    lines += [f"{step:>15}  {rate:13.3f}  [{lo:.3f}, {hi:.3f}]{'':>8}  {n:>13}" for step, rate, lo, hi, n in points]
+    return "\n".join(lines)
+
+
 def draw(updates: list[dict[str, Any]], out: str | Path, title: str = "") -> Path:
-    """reward mean +- std and the held-out eval reward where logged (top), loss (bottom) per step, written to
-    `out` (PNG, SVG or PDF)."""
+    """reward mean +- std and the held-out eval reward where logged (top), the eval win rate with its 95% interval
+    where logged (middle, only then), loss (bottom) per step, written to `out` (PNG, SVG or PDF)."""
     if not updates:
         raise ConfigError(f"No updates to plot: the experiment has no {METRICS_FILE} rows and no recorded updates "
                           "yet (wait for the first weight update).")
@@ -81,7 +99,9 @@ def draw(updates: list[dict[str, Any]], out: str | Path, title: str = "") -> Pat
     steps = [row["step"] for row in updates]
     mean = [_num(row, "reward_mean") for row in updates]
     std = [0.0 if math.isnan(_num(row, "reward_std")) else _num(row, "reward_std") for row in updates]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    wins = eval_win_points(updates)
+    fig, axes = plt.subplots(3 if wins else 2, 1, figsize=(7, 9 if wins else 6), sharex=True)
+    top, bottom = axes[0], axes[-1]
     try:
         top.plot(steps, mean, marker="o", label="reward mean")
         low = [m - s for m, s in zip(mean, std, strict=True)]
@@ -94,6 +114,16 @@ def draw(updates: list[dict[str, Any]], out: str | Path, title: str = "") -> Pat
         top.set_ylabel("episode reward")
         top.legend(loc="best")
         top.set_title(title or "reward per weight update")
+        if wins:
+            middle = axes[1]
+            x, rate = [p[0] for p in wins], [p[1] for p in wins]
+            below = [r - p[2] for r, p in zip(rate, wins, strict=True)]
+            above = [p[3] - r for r, p in zip(rate, wins, strict=True)]
+            middle.errorbar(x, rate, yerr=[below, above], marker="s", capsize=3, color="tab:green",
+                            label="eval win rate (95% Wilson interval)")
+            middle.set_ylim(-0.02, 1.02)
+            middle.set_ylabel("eval win rate")
+            middle.legend(loc="best")
         bottom.plot(steps, [_num(row, "loss") for row in updates], marker=".", color="tab:red")
         bottom.set_ylabel("GRPO loss")
         bottom.set_xlabel("global step")

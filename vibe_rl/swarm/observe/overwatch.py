@@ -5,8 +5,9 @@ task_id (so the pool never reaches `batch_size` tasks and training never
 starts), shows as a red WARNING row and red task rows.
 
 Above the tables: a reward sparkline over every update (`GET /control/updates`, read
-incrementally), throughput (episodes/s, generated tok/s over the last 30 s, s/step), and
-FINISHED once `train.total_steps` is reached.
+incrementally), the eval win rate with its 95% interval where eval episodes report one,
+throughput (episodes/s, generated tok/s over the last 30 s, s/step), and FINISHED once
+`train.total_steps` is reached.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from vibe_rl.swarm.observe import winrate
 from vibe_rl.swarm.observe.metrics import Rates
 
 PILE_UP_FACTOR = 2.0  # a group this many times larger than grpo_n is suspicious
@@ -107,6 +109,10 @@ def render(status: dict[str, Any], url: str = "", history: list[dict[str, Any]] 
         parts.append(Text.assemble(("reward ", "bold"), (sparkline(rewards), "green"),
                                    f"  {len(rewards)} updates, first {rewards[0]:.3f}, last {rewards[-1]:.3f}, "
                                    f"min {min(rewards):.3f}, max {max(rewards):.3f}"))
+    evals = [u for u in history or [] if isinstance(u.get("eval/win_rate"), (int, float))]
+    if evals:  # eval episodes (held-out seeds, never trained on) that reported metadata 'win'
+        parts.append(Text.assemble(("eval win rate ", "bold"), (sparkline([u["eval/win_rate"] for u in evals]), "green"),
+                                   f"  latest {winrate.describe(evals[-1])}; 95% Wilson interval"))
     upd = status.get("last_update")
     per_step = (upd or {}).get("seconds_per_step")
     pace = []

@@ -51,6 +51,7 @@ from typing import Any, Literal
 from vibe_rl.engine.choice import refusal as engine_refusal
 from vibe_rl.rl.samples import Turn
 from vibe_rl.schema import TrainJob
+from vibe_rl.swarm.observe.winrate import win_of
 from vibe_rl.swarm.protocol import (
     BeginEpisodeResponse,
     ChatCompletionRequest,
@@ -300,7 +301,7 @@ class SwarmServing:
             self._ending.pop(ep.uuid, None)
         if ep.kind == "eval":
             if self.trainer is not None:
-                self.trainer.record_eval(done.reward)
+                self.trainer.record_eval(done.reward, win_of(req.output.metadata))
         elif self.pool is not None:
             self.pool.add(done)  # a group it completes wakes the trainer's loop
         self.counters["episodes_ended"] += 1

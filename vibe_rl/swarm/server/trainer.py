@@ -15,7 +15,7 @@ leaves it ready; an HTTP handler only adds the episode. One update, top to botto
 5. count the step and mark the episodes `trained`, then checkpoint every `save_freq` steps:
    a failed save is reported with its path, `global_step` still matches the weights, and the
    episodes trained since the latest checkpoint are retrained after a restart (`Store.untrained`);
-6. metrics (eval rewards since the last update, throughput) go to the job's loggers
+6. metrics (eval rewards and win rate since the last update, throughput) go to the job's loggers
    (`MetricsSink`) and the store's update records; then the gate reopens.
 
 After `train.total_steps` updates the loop ends (`finished`); episodes are still served and stored.
@@ -44,6 +44,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from vibe_rl.schema import TrainJob
+from vibe_rl.swarm.observe.winrate import eval_metrics
 from vibe_rl.swarm.server import updates
 from vibe_rl.swarm.server.config import ServerConfig
 from vibe_rl.swarm.server.pool import Pool, Tally
@@ -158,6 +159,7 @@ class Trainer:
         self.last_update: dict[str, Any] | None = None
         self.update_failures = 0  # consecutive failed updates of the same groups
         self.eval_rewards: list[float] = []  # rewards of eval episodes ended since the last update
+        self.eval_wins: list[bool | None] = []  # and their reported outcomes (metadata 'win'; None: not reported)
         self._closing = False
         self._task: asyncio.Task | None = None
         self._current: asyncio.Task | None = None  # the update in progress
@@ -182,9 +184,11 @@ class Trainer:
         if self._task is not None:
             self._task.cancel()
 
-    def record_eval(self, reward: float) -> None:
-        """An eval episode ended: served, never trained on; its reward is logged with the next update."""
+    def record_eval(self, reward: float, win: bool | None = None) -> None:
+        """An eval episode ended: served, never trained on; its reward and outcome (`win`, None when its metadata
+        did not report one) are logged with the next update (`observe.winrate.eval_metrics`)."""
         self.eval_rewards.append(reward)
+        self.eval_wins.append(win)
 
     async def run(self) -> None:
         while not self._closing and not self.finished:
@@ -253,8 +257,8 @@ class Trainer:
                                    "trained again after a restart.")
         metrics["update_s"] = round(time.monotonic() - started, 3)
         if self.eval_rewards:  # eval episodes ended since the last update (served, never trained on)
-            rewards, self.eval_rewards = self.eval_rewards, []
-            metrics.update({"eval/episodes": len(rewards), "eval/reward_mean": sum(rewards) / len(rewards)})
+            rewards, wins, self.eval_rewards, self.eval_wins = self.eval_rewards, self.eval_wins, [], []
+            metrics.update(eval_metrics(rewards, wins))  # eval/reward_mean, eval/win_rate with its 95% interval
         if self.sink is not None:  # throughput, counts, then the job's loggers (jsonl, tensorboard, ...)
             metrics = self.sink.finish(step, metrics, discarded_episodes=self.tally.discarded,
                                        aborted_episodes=self.tally.aborted)
