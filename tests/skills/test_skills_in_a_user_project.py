@@ -25,6 +25,7 @@ PATHLIKE = re.compile(r"^[\w.<>-]+(/[\w.<>*-]*)+$")
 # What `vibe-rl run` writes into a project (the run tests check these files for real).
 RUN_ARTIFACTS = {"logs", "experiments", "logs/fixes", "logs/run.log", "logs/run-state.json",
                  "logs/autopilot-report.json", "experiments/.previous"}
+METRIC_PREFIXES = ("eval/",)  # metric names such as eval/win_rate look like paths but are keys of metrics.jsonl
 
 
 def code_tokens(markdown: str) -> list[str]:
@@ -92,7 +93,8 @@ def test_every_link_and_path_resolves_in_the_users_project(user_project):
         if CHECKOUT_ONLY_MARK in "\n".join(text.splitlines()[:4]):
             continue
         for token in code_tokens(text):
-            if not PATHLIKE.fullmatch(token) or token.startswith(("http", "~", "$", "/")) or "*" in token:
+            if not PATHLIKE.fullmatch(token) or token.startswith(("http", "~", "$", "/", *METRIC_PREFIXES)) \
+                    or "*" in token:
                 continue
             if token.startswith("<this-skill>/"):
                 if not (skill / token.split("/", 1)[1]).exists():
