@@ -25,9 +25,27 @@ from typing import Any
 
 from vibe_rl.engine.base import Generation, SamplingParams, TokenCallback
 from vibe_rl.engine.sampler import gumbel_sample
+from vibe_rl.errors import ConfigError, SequenceTooLongError
 from vibe_rl.extras import require
 
 log = logging.getLogger(__name__)
+
+
+def checked_prompt(prompt_ids: list[int], max_model_len: int, vocab_size: int) -> list[int]:
+    """The prompt as ints, refused when it is empty, leaves no room to generate, or holds an id outside the
+    vocabulary (every engine's `submit` checks the same way)."""
+    prompt_ids = [int(t) for t in prompt_ids]
+    if not prompt_ids:
+        raise ConfigError("The prompt is empty; pass at least one token id.")
+    if len(prompt_ids) >= max_model_len:
+        raise SequenceTooLongError(
+            f"The prompt has {len(prompt_ids)} tokens but max_model_len is {max_model_len}, leaving no room "
+            "to generate. Shorten the conversation (drop old turns) or raise model.max_model_len.")
+    bad = [t for t in prompt_ids if not 0 <= t < vocab_size]
+    if bad:
+        raise ConfigError(f"Prompt token ids {bad[:5]} are outside the vocabulary (size {vocab_size}).")
+    return prompt_ids
+
 
 @dataclass
 class Request:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vibe_rl.engine.base import Generation, SamplingParams, TokenCallback
-from vibe_rl.engine.generate import Request, generate_batch
+from vibe_rl.engine.generate import Request, checked_prompt, generate_batch
 from vibe_rl.engine.loader import (
     enable_checkpointing,
     load_causal_lm,
@@ -40,7 +40,7 @@ from vibe_rl.engine.loader import (
     resolve_model_path,
 )
 from vibe_rl.engine.paged_setup import make_paged_generator
-from vibe_rl.errors import ConfigError, EngineError, RequestRejectedError, SequenceTooLongError
+from vibe_rl.errors import EngineError, RequestRejectedError
 from vibe_rl.extras import require
 
 if TYPE_CHECKING:
@@ -109,17 +109,7 @@ class TorchEngine:
         if self._closed:
             raise EngineError("The engine is closed; build a new one with load_engine(...).")
         sampling = sampling or SamplingParams()
-        prompt_ids = [int(t) for t in prompt_ids]
-        if not prompt_ids:
-            raise ConfigError("The prompt is empty; pass at least one token id.")
-        if len(prompt_ids) >= self.max_model_len:
-            raise SequenceTooLongError(
-                f"The prompt has {len(prompt_ids)} tokens but max_model_len is {self.max_model_len}, leaving no room "
-                "to generate. Shorten the conversation (drop old turns) or raise model.max_model_len."
-            )
-        bad = [t for t in prompt_ids if not 0 <= t < self.vocab_size]
-        if bad:
-            raise ConfigError(f"Prompt token ids {bad[:5]} are outside the vocabulary (size {self.vocab_size}).")
+        prompt_ids = checked_prompt(prompt_ids, self.max_model_len, self.vocab_size)
         seed = sampling.seed if sampling.seed is not None else self._rng.getrandbits(62)
         request = Request(prompt_ids, sampling, seed, on_token=on_token)
         self._queue.put(request)

@@ -21,8 +21,8 @@ from typing import Any
 
 from vibe_rl.engine import vllm_setup as vs
 from vibe_rl.engine.base import Generation, SamplingParams, TokenCallback
-from vibe_rl.engine.generate import Request
-from vibe_rl.errors import ConfigError, EngineError, SequenceTooLongError
+from vibe_rl.engine.generate import Request, checked_prompt
+from vibe_rl.errors import EngineError
 
 log = logging.getLogger(__name__)
 
@@ -75,16 +75,7 @@ class VLLMGeneration:
                on_token: TokenCallback | None = None) -> Future[Generation]:
         self._check_up()
         sampling = sampling or SamplingParams()
-        prompt_ids = [int(t) for t in prompt_ids]
-        if not prompt_ids:
-            raise ConfigError("The prompt is empty; pass at least one token id.")
-        if len(prompt_ids) >= self.max_model_len:
-            raise SequenceTooLongError(
-                f"The prompt has {len(prompt_ids)} tokens but max_model_len is {self.max_model_len}, leaving no room "
-                "to generate. Shorten the conversation (drop old turns) or raise model.max_model_len.")
-        bad = [t for t in prompt_ids if not 0 <= t < self.vocab_size]
-        if bad:
-            raise ConfigError(f"Prompt token ids {bad[:5]} are outside the vocabulary (size {self.vocab_size}).")
+        prompt_ids = checked_prompt(prompt_ids, self.max_model_len, self.vocab_size)
         seed = sampling.seed if sampling.seed is not None else self._rng.getrandbits(62)
         request = Request(prompt_ids, sampling, seed, on_token=on_token)
         self._queue.put(request)
