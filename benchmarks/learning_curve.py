@@ -18,8 +18,15 @@ parses, and the weight versions that served the round. Presets:
 - `gpu`: the seed spec's game cut to 4 players and 2 rounds, win 1 / loss 0 plus dense credit, tools on, the
   spy on a frozen copy of the initial model.
 
+`--spy-pool K`: in training games the spy plays `past-self`, a static model with `source:
+checkpoint:pool:last-K` (one of the K newest checkpoints, drawn per game; checkpoints every `--snapshot-every`
+updates; the initial model until the first), while eval games keep the frozen initial model as the spy: the
+civilians learn against their own past, and are measured against a fixed opponent.
+
     python benchmarks/learning_curve.py --model smollm2 --device cpu --steps 10 --eval-every 5 --seeds 0 1 2 3 4
     python benchmarks/learning_curve.py --model smollm2 --device cuda --preset gpu --steps 200 --eval-every 25
+    python benchmarks/learning_curve.py --model smollm2 --device cuda --preset gpu --steps 200 --eval-every 20 \
+        --spy-pool 5 --snapshot-every 10
 """
 
 from __future__ import annotations
@@ -57,7 +64,10 @@ PRESETS = {
 }
 
 
-def render(project: Path, preset: dict) -> None:
+PAST_SELF = "past-self"
+
+
+def render(project: Path, preset: dict, spy_pool: int) -> None:
     plan = subprocess.run([*VIBE_RL, "new", "--spec-file", str(SEED_SPEC), "--planner", "offline", "--dry-run",
                            "--json"], capture_output=True, text=True, check=True).stdout
     spec = json.JSONDecoder().raw_decode(plan[plan.index("{"):])[0]
@@ -66,6 +76,13 @@ def render(project: Path, preset: dict) -> None:
     (project.parent / "plan.json").write_text(json.dumps(spec))
     subprocess.run([*VIBE_RL, "new", "--plan", str(project.parent / "plan.json"), "--out", str(project), "--force"],
                    capture_output=True, text=True, check=True)
+    if spy_pool:  # the training games' spy: a past checkpoint of the civilians' own model
+        import yaml
+
+        config = yaml.safe_load((project / "config.yaml").read_text())
+        config.setdefault("static_models", []).append({"name": PAST_SELF, "source": f"checkpoint:pool:last-{spy_pool}",
+                                                        "snapshot_cache": spy_pool})  # all K stay loaded
+        (project / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 def interval(values: list[float]) -> dict:
@@ -92,11 +109,11 @@ def vote_parse_share(db: Path, uuids: list[str]) -> tuple[float | None, int]:
 class Client:
     """This benchmark's client: eval rounds and training phases against one server."""
 
-    def __init__(self, project: Path, url: str, in_flight: int, seed: int):
+    def __init__(self, project: Path, url: str, in_flight: int, seed: int, spy_pool: int):
         sys.path.insert(0, str(project))
         os.chdir(project)
         from agent_roll import DISCARD_EPISODE_TIMEOUT, load_tasks
-        from agent_run import run_episode
+        from agent_run import TEAM_MODELS, output, play, run_episode
 
         from vibe_rl.swarm import SwarmClient, TrainJob, schedule
 
@@ -105,11 +122,17 @@ class Client:
         self.swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml(project / "config.yaml"))
         self.tasks = load_tasks()
         self.in_flight, self.seed = in_flight, seed
+        self.game, self.output = play, output
+        self.train_team = {**TEAM_MODELS, "spy": PAST_SELF} if spy_pool else None
         self.played = 0
+        self.train_wins: list[float] = []  # civilian wins in the training games since the last eval round
 
     def play(self, task, is_eval: bool, game_seed: int | None) -> tuple[str, float, dict]:
         with self.swarm.episode(task, timeout=self.timeout, eval=is_eval) as ep:
-            out = self.run_episode(task, ep.credentials, seed=game_seed)
+            if self.train_team and not is_eval:
+                out = self.output(self.game(task, {"server1": ep.credentials}, self.train_team), "civilian")
+            else:
+                out = self.run_episode(task, ep.credentials, seed=game_seed)
             ep.end(out.reward, out.metadata)
             return ep.uuid, out.reward, out.metadata
 
@@ -126,7 +149,8 @@ class Client:
             round_ = [next(items)[0] for _ in range(job.batch_size * job.grpo_n)]
             self.played += len(round_)
             with ThreadPoolExecutor(self.in_flight) as pool:
-                list(pool.map(lambda t: self.play(t, False, None), round_))
+                played = list(pool.map(lambda t: self.play(t, False, None), round_))
+            self.train_wins += [float(meta.get("winner") == "civilian") for _, _, meta in played]
             deadline = time.time() + 900
             while self.swarm.status().global_step <= now:
                 if time.time() > deadline:
@@ -140,6 +164,8 @@ def one_seed(project: Path, work: Path, args: argparse.Namespace, preset: dict, 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     sets = [*preset["sets"], *args.sets, f"model.seed={seed}", f"model.device={args.device}"]
+    if args.spy_pool:
+        sets.append(f"train.save_freq={args.snapshot_every}")
     env = {k: v for k, v in os.environ.items() if k != "DASHSCOPE_API_KEY"}  # qwen-max: a frozen local copy
     env["VIBE_RL_MAX_TOKENS"] = str(args.max_tokens)
     if args.device == "cpu":
@@ -155,7 +181,7 @@ def one_seed(project: Path, work: Path, args: argparse.Namespace, preset: dict, 
     rounds = []
     try:
         wait_healthy(url, server, 600.0, work / "server.log", interval=0.5, tail_chars=3000)
-        client = Client(project, url, args.in_flight, seed)
+        client = Client(project, url, args.in_flight, seed, args.spy_pool)
         held_out, train_tasks = client.tasks[-args.eval_episodes:], client.tasks[:-args.eval_episodes]
         for target in range(0, args.steps + 1, args.eval_every):
             if target:
@@ -173,11 +199,15 @@ def one_seed(project: Path, work: Path, args: argparse.Namespace, preset: dict, 
                            "civilian_win_rate": interval([float(m.get("winner") == "civilian") for _, _, m in played]),
                            "legal_ballot_share": round(sum(ballots) / len(ballots), 4) if ballots else None,
                            "spy_ballot_share": round(sum(on_spy) / len(on_spy), 4) if on_spy else None,
+                           "train_win_rate": interval(client.train_wins) if client.train_wins else None,
                            "vote_tool_call_parse_share": share, "vote_calls": votes,
                            "eval_s": round(time.time() - t_eval, 1)})
+            client.train_wins = []
             print(json.dumps({"seed": seed, **rounds[-1]}), file=sys.stderr, flush=True)
         metrics = [json.loads(x) for x in (work / "exp" / "metrics.jsonl").read_text().splitlines()] \
             if (work / "exp" / "metrics.jsonl").exists() else []
+        with sqlite3.connect(work / "exp" / "swarm.sqlite") as con:  # which frozen models played, in how many calls
+            statics = dict(con.execute("SELECT model, COUNT(*) FROM turns WHERE static=1 GROUP BY model").fetchall())
     finally:
         stop(server)
     first, last = rounds[0]["reward"]["mean"], rounds[-1]["reward"]["mean"]
@@ -185,7 +215,7 @@ def one_seed(project: Path, work: Path, args: argparse.Namespace, preset: dict, 
             "first_update_s": round(metrics[0]["ts"] - t0, 1) if metrics else None, "wall_s": round(time.time() - t0, 1),
             "s_per_update": round(sum(m.get("update_s", 0) for m in metrics) / max(len(metrics), 1), 2),
             "train_reward_per_update": [round(m["reward_mean"], 4) for m in metrics],
-            "retokenized_turns": sum(m.get("retokenized_turns", 0) for m in metrics)}
+            "retokenized_turns": sum(m.get("retokenized_turns", 0) for m in metrics), "static_calls": statics}
 
 
 def main() -> None:
@@ -201,6 +231,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="Server setting on top of the preset's (repeatable)")
+    ap.add_argument("--spy-pool", type=int, default=0, metavar="K",
+                    help="Training games' spy plays one of the K newest checkpoints (eval keeps the initial model)")
+    ap.add_argument("--snapshot-every", type=int, default=10, help="Updates between checkpoints with --spy-pool")
     ap.add_argument("--out", type=Path, help="Also write the JSON here")
     ap.add_argument("--keep", type=Path, help="Keep the project and each seed's experiment dir here (metrics.jsonl, "
                                               "swarm.sqlite: `vibe-rl swarm plot DIR/seed0/exp`)")
@@ -220,7 +253,7 @@ def main() -> None:
     t0 = time.time()
     try:
         project = root / "project"
-        render(project, preset)
+        render(project, preset, args.spy_pool)
         results = []
         for seed in args.seeds:
             work = root / f"seed{seed}"
@@ -236,7 +269,8 @@ def main() -> None:
     sd = math.sqrt(sum((g - mean) ** 2 for g in gains) / (len(gains) - 1)) if len(gains) > 1 else 0.0
     out = {"benchmark": "learning_curve", "model": args.model, "device": args.device, "preset": args.preset,
            "settings": {**preset, "extra_sets": args.sets, "steps": args.steps, "eval_every": args.eval_every,
-                        "eval_episodes": args.eval_episodes, "max_tokens": args.max_tokens},
+                        "eval_episodes": args.eval_episodes, "max_tokens": args.max_tokens,
+                        "spy_pool": args.spy_pool, "snapshot_every": args.snapshot_every if args.spy_pool else None},
            "seeds": args.seeds, "rose_in": sum(r["rose"] for r in results), "of": len(results),
            "mean_gain": round(mean, 4), "gain_sd": round(sd, 4), "wall_s": round(time.time() - t0, 1),
            "per_seed": results}

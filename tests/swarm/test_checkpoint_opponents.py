@@ -135,3 +135,34 @@ def test_a_bad_source_names_the_forms(source):
 def test_a_source_with_an_endpoint_is_refused():
     with pytest.raises(ValidationError, match="drop base_url, or drop source"):
         StaticModel(name="past", source="checkpoint:latest", base_url="http://127.0.0.1:1/v1")
+
+
+def test_a_lora_checkpoint_plays_its_merged_weights(make_server, tmp_path):
+    """With LoRA on, a checkpoint holds an adapter only: the snapshot is the base model with the adapter merged
+    in (written once to the checkpoint's merged/), and answers as the trained model did right after that step."""
+    job = TrainJob(static_models=[StaticModel(name="past-1", source="checkpoint:step:1")])
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump(job.model_dump(mode="json")))
+    server = make_server("lora-ckpt", sets=["train.batch_size=1", "train.grpo_n=2", "train.save_freq=1",
+                                            "model.lora.rank=4", "train.lr=0.05"],
+                         extra=["--config", str(config)])
+    client = SwarmClient(server.url)
+    client.auto_sync_train_config_and_start_engine(job, verbose=False)
+    with client.episode(Task(task_id="probe0")) as ep:
+        before = ask(ep.openai(), ep.credentials.model)
+        ep.abort()
+    play(client, "t1", 0.0)
+    play(client, "t1", 1.0)
+    wait_checkpoint(server.exp_dir, 1)
+    step_dir = server.exp_dir / "checkpoints" / "step_000001"
+    assert (step_dir / "adapter").is_dir() and not (step_dir / "model").exists()
+
+    with client.episode(Task(task_id="probe1")) as ep:
+        llm = ep.openai()
+        trained, past = ask(llm, ep.credentials.model), ask(llm, "past-1")  # the server's weights are step 1's
+        ep.abort()
+    assert past.system_fingerprint == "v1" and (step_dir / "merged" / "config.json").is_file()
+    assert not close(logprobs(trained), logprobs(before))  # the update moved the adapter
+    assert all(abs(x - y) < 2e-3 for x, y in zip(logprobs(past), logprobs(trained), strict=True))
+    client.close()
+    server.stop()

@@ -4,6 +4,7 @@ Layout of a checkpoint directory:
 
     model/          full weights as an HF directory (safetensors + tokenizer), loadable on its own
     adapter/        instead of model/ when LoRA is on: the peft adapter (adapter_model.safetensors)
+    merged/         (LoRA only, written on first use by `merged_weights`) base + adapter as full weights
     optimizer.pt    the AdamW state keyed by parameter name (absent for a frozen engine)
     state.json      {"step", "version", "nan_skipped_total", "lora", "base_model", "rng", "world_size"}
 
@@ -66,6 +67,41 @@ def save_checkpoint(engine: Any, directory: Path, optimizer_state: dict[str, Any
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return directory
+
+
+def merged_weights(directory: Path) -> Path:
+    """The full weights of a checkpoint as an HF directory: `model/`, or for a LoRA checkpoint its base model
+    (state.json's base_model) with the adapter merged in (W + B A alpha / r, in float32), written once to
+    `merged/` (via a temporary sibling and a rename) and reused after. A frozen copy of a past step is served
+    from it (checkpoint-sourced static models)."""
+    directory = Path(directory)
+    if (directory / "model").is_dir():
+        return directory / "model"
+    out = directory / "merged"
+    if (out / "config.json").is_file():
+        return out
+    if not (directory / "adapter").is_dir():
+        raise ModelLoadError(f"{directory} holds neither model/ nor adapter/: it is not a complete checkpoint.")
+    base = json.loads((directory / STATE).read_text()).get("base_model")
+    if not base or not Path(base).is_dir():
+        raise ModelLoadError(f"The LoRA checkpoint {directory} names base model {base!r} in {STATE}, which is not a "
+                             "directory here; put the base model back at that path to serve this checkpoint.")
+    torch = require("torch", "merging a LoRA checkpoint")
+    peft = require("peft", "merging a LoRA checkpoint")
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    model = peft.PeftModel.from_pretrained(model, str(directory / "adapter")).merge_and_unload()
+    tmp = directory / f".merged.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        _plain_architectures(tmp / "config.json")
+        AutoTokenizer.from_pretrained(base).save_pretrained(tmp)
+        os.rename(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
 
 def _plain_architectures(config_file: Path) -> None:

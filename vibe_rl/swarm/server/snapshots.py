@@ -7,6 +7,8 @@ Rules:
 - An episode picks its snapshot at its first call of the static model and keeps it to its end
   (`Episode.snapshots`): `latest` re-reads the directory then, so a newer checkpoint is taken at the next
   episode, never mid-episode; `pool:last-K` draws uniformly among the K newest.
+- A LoRA checkpoint plays its base model with the adapter merged in (`engine.checkpoint.merged_weights`,
+  written once to the checkpoint's `merged/`).
 - Loaded lazily, at most `snapshot_cache` per static model (least recently used out); an evicted engine
   still generating is closed when its last call ends.
 - The turn records model `<name>@step_N` and weight_version N (the frozen engine's version is set to N).
@@ -120,15 +122,14 @@ class Snapshots:
         return snap.engine, release
 
     def _load_step(self, step: int) -> Any:
-        directory = self.root / f"step_{step:06d}"
-        if not (directory / "model").is_dir():
-            lora = (directory / "adapter").is_dir()
-            raise ApiError(409 if lora else 404,
-                           f"Checkpoint {directory} has {'a LoRA adapter only' if lora else 'no model/ directory'}; "
-                           "checkpoint sources serve full-weight checkpoints (model.lora.rank 0) in this release. "
-                           "Serve it with local_path pointing at merged weights instead.",
-                           code="snapshot_unsupported" if lora else "checkpoint_not_found", param="model")
-        engine = self._load(str(directory / "model"))
+        from vibe_rl.engine.checkpoint import merged_weights
+        from vibe_rl.errors import ModelLoadError
+
+        try:
+            weights = merged_weights(self.root / f"step_{step:06d}")
+        except ModelLoadError as e:
+            raise ApiError(404, str(e), code="checkpoint_not_found", param="model") from e
+        engine = self._load(str(weights))
         engine.version = step  # the turns' weight_version and the body's system_fingerprint name the snapshot
         return engine
 
