@@ -118,6 +118,18 @@ def test_static_seats_play_frozen_checkpoints(make_server, tmp_path):
         assert [c for c in stream if c.choices and c.choices[0].finish_reason]
         ep.abort()
 
+    # The learner's record against each checkpoint it met, from the episodes' metadata['win'] (by-win-rate pools).
+    for won in (True, False, True):
+        with client.episode(Task(task_id="record")) as ep:
+            ask(ep.openai(), "past-1")
+            ep.end(WorkflowOutput(reward=float(won), metadata={"win": won}))
+    with client.episode(Task(task_id="record")) as ep:  # no boolean win: not counted
+        ask(ep.openai(), "past-1")
+        ep.end(WorkflowOutput(reward=0.0, metadata={"winner": "spy"}))
+    record = {(o.model, o.step): o for o in client.status().opponents}
+    assert (record[("past-1", 1)].games, record[("past-1", 1)].learner_wins) == (3, 2)
+    assert record[("past-1", 1)].draw_weight == round((1 - 3 / 5) ** 2, 6)
+
     db = sqlite3.connect(f"{server.exp_dir}/swarm.sqlite")
     rows = set(db.execute("SELECT model, weight_version FROM turns WHERE static = 1").fetchall())
     assert {("past-latest@initial", 0), ("past-1@step_1", 1), ("past-latest@step_1", 1), ("initial", 0)} <= rows

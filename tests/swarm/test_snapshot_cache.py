@@ -9,6 +9,7 @@ import random
 import pytest
 
 from vibe_rl.schema import StaticModel, TrainJob
+from vibe_rl.schema.snapshot import parse_source
 from vibe_rl.swarm.server.errors import ApiError
 from vibe_rl.swarm.server.snapshots import Snapshots
 
@@ -62,3 +63,20 @@ def test_pick_latest_pool_step_and_the_initial_model(tmp_path):
     model = StaticModel(name="e", source="checkpoint:pool:last-3")
     assert empty.boot_notes([model])[0].startswith("static model 'e' (checkpoint:pool:last-3): no checkpoint in")
     assert empty.pick(model) == 0
+
+
+def test_by_win_rate_pool_draws_the_checkpoints_the_learner_loses_to(tmp_path):
+    snaps = snapshots(tmp_path, [1, 2, 3])
+    model = StaticModel(name="past", source="checkpoint:pool:last-2:by-win-rate")
+    assert str(parse_source(model.source)) == "checkpoint:pool:last-2:by-win-rate"
+    assert snaps.weight("past", 2) == snaps.weight("past", 3) == 0.25  # never played: p = 1/2
+    for _ in range(18):  # the learner beats step 3 every time and loses to step 2 every time
+        snaps.record({"past": 3}, True)
+        snaps.record({"past": 2}, False)
+    snaps.record({"past": 2}, None)  # no boolean win: not counted
+    assert snaps.results[("past", 2)] == [0, 18] and snaps.results[("past", 3)] == [18, 18]
+    assert snaps.weight("past", 3) == (1 - 19 / 20) ** 2 and snaps.weight("past", 2) == (1 - 1 / 20) ** 2
+    drawn = [snaps.pick(model) for _ in range(400)]
+    assert set(drawn) <= {2, 3} and drawn.count(2) > 0.95 * len(drawn)  # weights 0.9025 : 0.0025
+    uniform = [snaps.pick(StaticModel(name="past", source="checkpoint:pool:last-2")) for _ in range(400)]
+    assert 120 < uniform.count(2) < 280  # the plain pool ignores the record

@@ -136,7 +136,9 @@ class StaticModel(BaseModel):
         description="A frozen snapshot of the trainable model from the server's own checkpoints "
                     "(<experiment.dir>/checkpoints), instead of base_url/local_path: 'checkpoint:latest' (the newest, "
                     "re-read at each episode's first call of this model), 'checkpoint:step:N' (the checkpoint of step "
-                    "N), 'checkpoint:pool:last-K' (one of the K newest, drawn uniformly per episode). An episode keeps "
+                    "N), 'checkpoint:pool:last-K' (one of the K newest, drawn uniformly per episode; "
+                    "'checkpoint:pool:last-K:by-win-rate' draws with weight (1 - p)^2, p the learner's smoothed win "
+                    "rate against each from the episodes' metadata['win']). An episode keeps "
                     "its snapshot to its end; before any checkpoint exists the initial model plays (noted in the log "
                     "and status). Its weights are never updated; each call's turn records model '<name>@step_N' and "
                     "weight_version N (0: the initial model)")

@@ -247,6 +247,15 @@ class RunningEpisode(_Response):
     idle_s: float = Field(default=0.0, description="Seconds since its last LLM call (0 while one runs)")
 
 
+class OpponentRecord(_Response):
+    model: str = Field(description="A checkpoint-sourced static model (its `source` is checkpoint:...)")
+    step: int = Field(description="The checkpoint step it played (0: the initial model)")
+    games: int = Field(default=0, description="Ended episodes that played it and reported a boolean metadata['win']")
+    learner_wins: int = Field(default=0, description="Of those, the ones the learner side won")
+    draw_weight: float = Field(default=0.0, description="(1 - p)^2 with p = (learner_wins + 1) / (games + 2): its "
+                               "relative weight in a checkpoint:pool:last-K:by-win-rate draw")
+
+
 EngineState = Literal["OFFLINE", "BOOTING", "ROLLING", "WEIGHT_SYNCING", "FINISHED"]
 
 
@@ -281,6 +290,9 @@ class EngineStatus(_Response):
                                   "messages in Hermes format); None while no engine is loaded")
     trace_viewer: str = Field(default="/control/ui", description="Path of the game-aware trace viewer on this "
                               "server (`vibe-rl swarm ui` prints a login link to it)")
+    opponents: list[OpponentRecord] = Field(
+        default_factory=list, description="The learner's record against each past checkpoint that played a static "
+                                          "seat (source: checkpoint:...), by model and step")
 
 
 class StoppedStatus(EngineStatus):

@@ -222,7 +222,8 @@ class SwarmServing:
         return engine_status(state=self.state, job=self.job, engine=self.engine, pool=self.pool, tally=self.tally,
                              incomplete_group_ttl=self.config.incomplete_group_ttl,
                              running=self.registry.running.values(), trainer=self.trainer, notes=self.notes,
-                             errors=self.errors, counters=self.counters)
+                             errors=self.errors, counters=self.counters,
+                             snapshots=self.static.snapshots if self.static is not None else None)
 
     def updates_view(self, since: int, limit: int = 1000) -> dict[str, Any]:
         """Per-update metrics with step > since (GET /control/updates?since=N); empty while OFFLINE."""
@@ -299,6 +300,8 @@ class SwarmServing:
             raise
         finally:
             self._ending.pop(ep.uuid, None)
+        if self.static is not None:  # by-win-rate pools weigh each checkpoint by the learner's record against it
+            self.static.snapshots.record(ep.snapshots, win_of(req.output.metadata))
         if ep.kind == "eval":
             if self.trainer is not None:
                 self.trainer.record_eval(done.reward, win_of(req.output.metadata))

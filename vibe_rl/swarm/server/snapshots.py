@@ -7,6 +7,10 @@ Rules:
 - An episode picks its snapshot at its first call of the static model and keeps it to its end
   (`Episode.snapshots`): `latest` re-reads the directory then, so a newer checkpoint is taken at the next
   episode, never mid-episode; `pool:last-K` draws uniformly among the K newest.
+- `pool:last-K:by-win-rate` draws step s among the K newest with weight (1 - p_s)^2, where
+  p_s = (wins_s + 1) / (games_s + 2) is the learner's win rate against s so far, smoothed (Laplace), over the
+  ended episodes that played s and reported a boolean `metadata['win']` (the learner side's outcome; `record`):
+  a checkpoint never played weighs (1/2)^2, one the learner always beats tends to 0 but never reaches it.
 - A LoRA checkpoint plays its base model with the adapter merged in (`engine.checkpoint.merged_weights`,
   written once to the checkpoint's `merged/`).
 - Loaded lazily, at most `snapshot_cache` per static model (least recently used out); an evicted engine
@@ -63,6 +67,7 @@ class Snapshots:
         self._cache: dict[str, OrderedDict[int, Snapshot]] = {}
         self._lock = asyncio.Lock()
         self._noted: set[str] = set()
+        self.results: dict[tuple[str, int], list[int]] = {}  # (static model, step) -> [learner wins, games]
 
     def steps(self) -> list[int]:
         """The steps of the complete checkpoints, oldest first."""
@@ -101,7 +106,26 @@ class Snapshots:
             if model.name not in self._noted:
                 log.warning("%s", self._initial_note(model))
             return 0
-        return steps[-1] if source.kind == "latest" else self._rng.choice(steps[-source.last:])
+        if source.kind == "latest":
+            return steps[-1]
+        pool = steps[-source.last:]
+        if not source.by_win_rate:
+            return self._rng.choice(pool)
+        return self._rng.choices(pool, weights=[self.weight(model.name, s) for s in pool])[0]
+
+    def weight(self, name: str, step: int) -> float:
+        """(1 - p)^2 with p the learner's Laplace-smoothed win rate against `step` of static model `name`."""
+        wins, games = self.results.get((name, step), (0, 0))
+        return (1.0 - (wins + 1) / (games + 2)) ** 2
+
+    def record(self, picked: dict[str, int], win: bool | None) -> None:
+        """An ended episode's outcome against the snapshots it played (`Episode.snapshots`); no `win`: nothing."""
+        if win is None:
+            return
+        for name, step in picked.items():
+            tally = self.results.setdefault((name, step), [0, 0])
+            tally[0] += int(win)
+            tally[1] += 1
 
     async def get(self, model: StaticModel, step: int) -> tuple[Any, Callable[[], None]]:
         """(engine of `step`, release): loaded on first use, the least recently used one out past the bound."""

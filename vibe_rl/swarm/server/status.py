@@ -18,15 +18,16 @@ from typing import Any
 
 from vibe_rl.schema import TrainJob
 from vibe_rl.schema.reference import rewrite, table
-from vibe_rl.swarm.protocol import EngineStatus, PoolStatus, RunningEpisode
+from vibe_rl.swarm.protocol import EngineStatus, OpponentRecord, PoolStatus, RunningEpisode
 from vibe_rl.swarm.server.pool import Pool, Tally
 from vibe_rl.swarm.server.registry import Episode
 
 
 def engine_status(*, state: str, job: TrainJob | None, engine: Any, pool: Pool | None, tally: Tally,
                   incomplete_group_ttl: float, running: Iterable[Episode], trainer: Any, notes: list[str],
-                  errors: Iterable[str], counters: dict[str, int]) -> EngineStatus:
-    """`trainer` is the `Trainer` while an engine runs (its step and last update), else None."""
+                  errors: Iterable[str], counters: dict[str, int], snapshots: Any = None) -> EngineStatus:
+    """`trainer` is the `Trainer` while an engine runs (its step and last update), else None; `snapshots` the
+    static router's `Snapshots` (the learner's record against past checkpoints)."""
     now = time.monotonic()
     counts = pool.summary() if pool is not None else {}
     pool_status = PoolStatus(**counts, discarded_episodes=tally.discarded, aborted_episodes=tally.aborted,
@@ -51,6 +52,9 @@ def engine_status(*, state: str, job: TrainJob | None, engine: Any, pool: Pool |
         job=job,
         counters=dict(counters),
         chat_template=_template_view(engine),
+        opponents=[OpponentRecord(model=name, step=step, games=games, learner_wins=wins,
+                                  draw_weight=round(snapshots.weight(name, step), 6))
+                   for (name, step), (wins, games) in sorted(snapshots.results.items())] if snapshots else [],
     )
 
 
