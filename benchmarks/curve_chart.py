@@ -1,0 +1,58 @@
+"""One chart of `benchmarks/learning_curve.py` runs: per eval round, the civilians' win rate against the
+frozen initial model with its 95% interval (left), and the share of civilian ballots on the spy (right).
+
+Each input is that script's JSON (`--out`), or its stderr log (one JSON line per eval round, which a stopped
+run still leaves); the label is `name=` before the path.
+
+    python benchmarks/curve_chart.py individual=docs/results/h200_pool_individual.json \\
+        group=docs/results/h200_pool_group.jsonl --out docs/results/h200_pool.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def rounds_of(path: Path) -> list[dict]:
+    text = path.read_text()
+    try:
+        return json.loads(text)["per_seed"][0]["rounds"]
+    except (json.JSONDecodeError, KeyError):
+        return [json.loads(line) for line in text.splitlines() if line.startswith('{"seed"')]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", metavar="NAME=PATH")
+    ap.add_argument("--out", type=Path, required=True, help="PNG to write")
+    ap.add_argument("--title", default="Who-is-Spy, SmolLM2-135M on one H200: civilians vs the frozen initial spy")
+    args = ap.parse_args()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (win, acc) = plt.subplots(1, 2, figsize=(11, 4))
+    for run in args.runs:
+        name, _, path = run.rpartition("=")
+        rounds = rounds_of(Path(path))
+        steps = [r["step"] for r in rounds]
+        rate = [r["civilian_win_rate"]["mean"] for r in rounds]
+        lo = [r["civilian_win_rate"]["ci95"][0] for r in rounds]
+        hi = [r["civilian_win_rate"]["ci95"][1] for r in rounds]
+        line, = win.plot(steps, rate, marker="o", label=f"{name or path} (n={rounds[0]['civilian_win_rate']['n']})")
+        win.fill_between(steps, lo, hi, alpha=0.15, color=line.get_color())
+        acc.plot(steps, [r["spy_ballot_share"] for r in rounds], marker="o", color=line.get_color(), label=name)
+    win.set(xlabel="weight updates", ylabel="eval win rate (95% interval)", ylim=(-0.05, 1.0))
+    acc.set(xlabel="weight updates", ylabel="civilian ballots on the spy", ylim=(0, 1.0))
+    win.legend(), acc.legend()
+    fig.suptitle(args.title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    print(json.dumps({"chart": str(args.out), "runs": len(args.runs)}))
+
+
+if __name__ == "__main__":
+    main()
