@@ -1,5 +1,5 @@
 """One chart of `benchmarks/learning_curve.py` runs: per eval round, the civilians' win rate against the
-frozen initial model with its 95% interval (left), and the share of civilian ballots on the spy (right).
+frozen initial model with its 95% Wilson interval (from the wins and games; left), and the share of civilian ballots on the spy (right).
 
 Each input is that script's JSON (`--out`), or its stderr log (one JSON line per eval round, which a stopped
 run still leaves); the label is `name=` before the path.
@@ -31,6 +31,8 @@ def main() -> None:
     args = ap.parse_args()
     import matplotlib
 
+    from vibe_rl.swarm.observe.winrate import wilson
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -40,12 +42,13 @@ def main() -> None:
         rounds = rounds_of(Path(path))
         steps = [r["step"] for r in rounds]
         rate = [r["civilian_win_rate"]["mean"] for r in rounds]
-        lo = [r["civilian_win_rate"]["ci95"][0] for r in rounds]
-        hi = [r["civilian_win_rate"]["ci95"][1] for r in rounds]
+        bands = [wilson(round(r["civilian_win_rate"]["mean"] * r["civilian_win_rate"]["n"]), r["civilian_win_rate"]["n"])
+                 for r in rounds]
+        lo, hi = [b[0] for b in bands], [b[1] for b in bands]
         line, = win.plot(steps, rate, marker="o", label=f"{name or path} (n={rounds[0]['civilian_win_rate']['n']})")
         win.fill_between(steps, lo, hi, alpha=0.15, color=line.get_color())
         acc.plot(steps, [r["spy_ballot_share"] for r in rounds], marker="o", color=line.get_color(), label=name)
-    win.set(xlabel="weight updates", ylabel="eval win rate (95% interval)", ylim=(-0.05, 1.0))
+    win.set(xlabel="weight updates", ylabel="eval win rate (95% Wilson interval)", ylim=(-0.05, 1.0))
     acc.set(xlabel="weight updates", ylabel="civilian ballots on the spy", ylim=(0, 1.0))
     win.legend(), acc.legend()
     fig.suptitle(args.title, fontsize=10)

@@ -10,8 +10,8 @@ reward -> a real `vibe-rl swarm start --model MODEL` -> this script as the clien
    the next multiple of `--eval-every`; then the in-flight episodes finish and the next eval round runs.
 
 Per eval round: the reward's mean and 95% interval over episodes (mean +- 1.96 sd / sqrt(n)), the civilians'
-legal-ballot share, the civilians' win rate, the share of vote calls answered with a `<tool_call>` that
-parses, and the weight versions that served the round. Presets:
+legal-ballot share, the civilians' win rate (95% Wilson interval), the share of vote calls answered with a
+`<tool_call>` that parses, and the weight versions that served the round. Presets:
 
 - `cpu-demo`: the CPU demo's game and reward (scripts/demo_settings.py): 4 players, one round, reward 0.5 x
   the share of the civilians' ballots that are legal votes;
@@ -91,6 +91,15 @@ def interval(values: list[float]) -> dict:
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
     half = 1.96 * sd / math.sqrt(n) if n else float("nan")
     return {"mean": round(mean, 4), "ci95": [round(mean - half, 4), round(mean + half, 4)], "n": n}
+
+
+def win_interval(flags: list[float]) -> dict:
+    """A win rate with its 95% Wilson interval (as the server's eval/win_rate): stays in [0, 1] for few games."""
+    from vibe_rl.swarm.observe.winrate import wilson
+
+    wins, n = int(sum(flags)), len(flags)
+    lo, hi = wilson(wins, n)
+    return {"mean": round(wins / n, 4), "ci95": [round(lo, 4), round(hi, 4)], "n": n, "wins": wins}
 
 
 def vote_parse_share(db: Path, uuids: list[str]) -> tuple[float | None, int]:
@@ -196,10 +205,10 @@ def one_seed(project: Path, work: Path, args: argparse.Namespace, preset: dict, 
             ballots = [t is not None for t, _ in cast]
             on_spy = [roles.get(t) == "spy" for t, roles in cast]
             rounds.append({"step": status.global_step, "reward": interval([r for _, r, _ in played]),
-                           "civilian_win_rate": interval([float(m.get("winner") == "civilian") for _, _, m in played]),
+                           "civilian_win_rate": win_interval([float(m.get("winner") == "civilian") for _, _, m in played]),
                            "legal_ballot_share": round(sum(ballots) / len(ballots), 4) if ballots else None,
                            "spy_ballot_share": round(sum(on_spy) / len(on_spy), 4) if on_spy else None,
-                           "train_win_rate": interval(client.train_wins) if client.train_wins else None,
+                           "train_win_rate": win_interval(client.train_wins) if client.train_wins else None,
                            "vote_tool_call_parse_share": share, "vote_calls": votes,
                            "eval_s": round(time.time() - t_eval, 1)})
             client.train_wins = []
