@@ -27,7 +27,7 @@ def _version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
-    """vibe-rl: new (spec -> project), run (tmux autopilot), doctor, swarm (server), model, skills."""
+    """vibe-rl: new (spec -> project), run (tmux autopilot), doctor, eval (cross-play), swarm (server), model, skills."""
 
 
 _registered = False
@@ -40,6 +40,7 @@ def get_app() -> typer.Typer:
         return app
     _registered = True
     from vibe_rl.cli import doctor, model, new, run, skills, swarm
+    from vibe_rl.cli import eval as eval_cmd  # issue 29
     from vibe_rl.cli import export as export_cmd  # issue 15
     from vibe_rl.cli import init as init_cmd  # issue 13
     from vibe_rl.cli import play as play_cmd
@@ -48,7 +49,7 @@ def get_app() -> typer.Typer:
     from vibe_rl.cli import traces as traces_cmd
 
     for module in (model, swarm, new, doctor, run, skills, status_cmd, init_cmd, schema_cmd, play_cmd,
-                   export_cmd, traces_cmd):
+                   export_cmd, traces_cmd, eval_cmd):
         module.register(app)
     return app
 
