@@ -43,10 +43,11 @@ def register(app: typer.Typer) -> None:
         throwaway server on a free port serves every checkpoint frozen (LoRA ones merged): nothing is
         trained, no checkpoint is written, a running training is not touched."""
         from vibe_rl.autopilot.crossplay import crossplay
-        from vibe_rl.cli.checks import check_project
+        from vibe_rl.cli.checks import check_overrides, check_project
         from vibe_rl.swarm.observe.crossplay import table_text
 
         check_project(project)
+        check_overrides(list(set_))  # a malformed or misspelt --set fails now, not when the server starts
         picked = _split(checkpoints) + list(more or [])
         table = crossplay(project, picked or ["initial", "latest"], _split(opponents) or None, games, mode=mode,
                           experiment_dir=experiment_dir, side=side, model=model, sets=list(set_),
