@@ -59,13 +59,12 @@ def train_two_steps(project: Path, exp: Path, log: Path) -> None:
         stop(server)
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory, tiny_model_dir) -> Path:
-    """A Who-is-Spy project (4 players, one round, the tiny model) whose experiment holds step_000001 and 2."""
-    root = tmp_path_factory.mktemp("crossplay")
+def spy_project(root: Path, **model: object) -> Path:
+    """A Who-is-Spy project (4 players, one round, the tiny model and `model` settings) whose experiment
+    (root/exp) holds step_000001 and step_000002."""
     project = copy_project("who_is_spy", root / "spy")
     config = yaml.safe_load((project / "config.yaml").read_text())
-    config["model"].update(path="tiny", max_model_len=2048)
+    config["model"].update(path="tiny", max_model_len=2048, **model)
     config["experiment"]["dir"] = str(root / "exp")
     (project / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     games = json.loads((project / "mock_game_dataset.json").read_text())
@@ -75,6 +74,11 @@ def trained(tmp_path_factory, tiny_model_dir) -> Path:
     train_two_steps(project, root / "exp", root / "train.log")
     assert available_steps(root / "exp" / "checkpoints") == [1, 2]
     return project
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_model_dir) -> Path:
+    return spy_project(tmp_path_factory.mktemp("crossplay"))
 
 
 def vibe_eval(*args: str) -> subprocess.CompletedProcess:
@@ -132,6 +136,20 @@ def test_the_initial_model_against_a_column_of_its_own(trained, tmp_path):
     assert models == {"ckpt-initial"}
     assert {m for (m,) in db.execute("SELECT model FROM turns WHERE player LIKE 'spy:%'")} == \
         {"ckpt-initial", "ckpt-2@step_2"}
+
+
+def test_lora_checkpoints_play_merged(tmp_path, tiny_model_dir):
+    project = spy_project(tmp_path / "lora", lora={"rank": 4, "alpha": 8})
+    steps = tmp_path / "lora" / "exp" / "checkpoints"
+    assert (steps / "step_000002" / "adapter").is_dir() and not (steps / "step_000002" / "model").exists()
+    done = vibe_eval(str(project), "-c", "latest", "--opponents", "initial", "-n", "1", *FAST, "--json",
+                     "--work-dir", str(tmp_path / "w"))
+    assert done.returncode == 0, done.stderr[-4000:] + (tmp_path / "w" / "server.log").read_text()[-4000:]
+    cell = json.loads(done.stdout)["cells"][0][0]
+    assert (cell["row"], cell["col"], cell["games"], cell["errors"]) == ("ckpt-2", "ckpt-initial", 1, 0)
+    assert (steps / "step_000002" / "merged" / "config.json").is_file()  # the adapter merged into the tiny base
+    db = sqlite3.connect(tmp_path / "w" / "exp" / "swarm.sqlite")
+    assert {m for (m,) in db.execute("SELECT model FROM turns WHERE player LIKE 'civilian:%'")} == {"ckpt-2@step_2"}
 
 
 def test_a_missing_step_names_the_available_ones(trained):

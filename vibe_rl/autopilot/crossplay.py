@@ -182,8 +182,11 @@ def play_cells(project: Project, url: str, rows: list[Pick], cols: list[Pick], g
             except Exception as exc:  # counted in the cell, the first one shown
                 cell.fail(exc)
 
-        with ThreadPoolExecutor(max(1, parallel)) as pool:
+        pool = ThreadPoolExecutor(max(1, parallel))
+        try:
             list(pool.map(one, [(r, c, i) for r in rows for c in cols for i in range(games)]))
+        finally:  # on Ctrl-C the games not started are dropped; the running ones fail once the server stops
+            pool.shutdown(wait=False, cancel_futures=True)
     if all(c.errors == games for c in cells.values()):
         first = next(iter(cells.values())).error
         raise CrossPlayError(f"Every eval game failed; the first: {first}. See the server log for more.")
