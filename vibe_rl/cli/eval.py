@@ -16,13 +16,14 @@ def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_(
         project: Path = typer.Argument(..., help="Project folder (holds task_spec.json)."),
-        more: list[str] = typer.Argument(None, metavar="[CHECKPOINT]...",
-                                         help="More checkpoints (so `--checkpoints initial 20 latest` works)."),
+        more: list[str] = typer.Argument(None, metavar="CHECKPOINT",
+                                         help="More rows, after the project or --checkpoints (`-c initial 20 latest`)."),
         checkpoints: list[str] = typer.Option([], "--checkpoints", "-c", help=(
             "Checkpoints of the table: 'initial' (the model before training), a step (20 or step_20), 'latest'; "
             "comma- or space-separated, repeatable.")),
         opponents: list[str] = typer.Option([], "--opponents", help=(
-            "The columns' checkpoints, when they differ from the rows' (same forms).")),
+            "The columns' checkpoints, when they differ from the rows': comma-separated or repeated "
+            "(--opponents initial,10).")),
         games: int = typer.Option(40, "--games", "-n", min=1, help=(
             "Games per cell: the last N tasks of the dataset, the same games (and seeds) in every cell.")),
         side: str = typer.Option(None, "--side", help="Role whose win the rows count (its team plays the row)."),
@@ -39,9 +40,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Cross-play table: the learner side plays each row's checkpoint, the opponents each column's.
 
-        Each cell is the row side's win rate over held-out eval games with its 95% Wilson interval. A
-        throwaway server on a free port serves every checkpoint frozen (LoRA ones merged): nothing is
-        trained, no checkpoint is written, a running training is not touched."""
+        Each cell: the row side's win rate over the same held-out eval games, with its 95% Wilson interval.
+
+        A throwaway server serves every checkpoint frozen (LoRA ones merged): nothing is trained or written.
+        """
         from vibe_rl.autopilot.crossplay import crossplay
         from vibe_rl.cli.checks import check_overrides, check_project
         from vibe_rl.swarm.observe.crossplay import table_text

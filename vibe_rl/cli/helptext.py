@@ -59,7 +59,7 @@ EXAMPLES = {
     "play": ["vibe-rl play my_game --device cpu", "vibe-rl play my_game --task 7-0 --mode agent_roll"],
     "eval": ["vibe-rl eval my_game --checkpoints initial 20 40 latest --games 40",
              "vibe-rl eval my_game -c initial,latest -n 16 --json --out crossplay.json",
-             "vibe-rl eval my_game -c latest --opponents initial 10 20   (one row against older opponents)",
+             "vibe-rl eval my_game -c latest --opponents initial,10,20   (one row against older opponents)",
              "vibe-rl eval my_game -c initial latest --model tiny --set model.device=cpu --max-tokens 16"],
     "init": ["vibe-rl init my_game", "vibe-rl init games/race --name race_game"],
     "export": ["vibe-rl export my_game/experiments/server1/checkpoints/step_000005 exported_model",
