@@ -170,6 +170,23 @@ def test_a_family_without_team_models_in_play_is_refused(tmp_path):
     assert "play(task, endpoints, team_models" in done.stderr and "who_is_spy" in done.stderr
 
 
+def test_self_play_wiring_asks_for_the_side(tmp_path):
+    project = copy_project("who_is_spy", tmp_path / "self")
+    run = project / "agent_run.py"
+    run.write_text(run.read_text().replace('"spy": "qwen-max"}', '"spy": "server1"}'))
+    done = vibe_eval(str(project), "-c", "initial")  # the mode rewards the civilians: they are the rows
+    assert done.returncode == 2 and "No checkpoint in" in done.stderr
+    spec = json.loads((project / "task_spec.json").read_text())
+    spec["modes"][0]["rewarded"] = {}
+    (project / "task_spec.json").write_text(json.dumps(spec))
+    done = vibe_eval(str(project), "-c", "initial")
+    assert done.returncode == 2 and "Which side do the rows play?" in done.stderr and "--side ROLE" in done.stderr
+    done = vibe_eval(str(project), "-c", "initial", "--side", "judge")
+    assert done.returncode == 2 and "--side 'judge' is not a role" in done.stderr
+    done = vibe_eval(str(project), "-c", "initial", "--side", "spy")  # the side is known: then the checkpoints
+    assert done.returncode == 2 and "No checkpoint in" in done.stderr
+
+
 def test_supported_families_are_the_ones_whose_play_takes_team_models():
     """The refusal names SUPPORTED: it must be the families whose agent_run template has play(..., team_models)
     and output(game, role)."""

@@ -88,10 +88,11 @@ def load_project(project: Path, mode: str | None = None, experiment_dir: Path | 
     trainable = [r for r, target in team.items() if target == server.name]
     if side is None:
         rewarded = m.rewarded.get(server.name)
-        picked = [r for r in team if rewarded and spec.team_of(r).name == rewarded] if rewarded else trainable
+        picked = [r for r in team if r in spec.roles and spec.team_of(r).name == rewarded] if rewarded else trainable
         if len(picked) != 1:
-            raise CrossPlayError(f"{m.run_file}'s TEAM_MODELS {team} wires {len(picked)} roles to the trainable "
-                                 f"server {server.name!r}: name the row side with --side ROLE (one of {list(team)}).")
+            what = f"team {rewarded!r} (rewarded on {server.name})" if rewarded else f"the trainable server {server.name!r}"
+            raise CrossPlayError(f"Which side do the rows play? {m.run_file}'s TEAM_MODELS {team} has {len(picked)} "
+                                 f"roles of {what}: name one with --side ROLE (one of {list(team)}).")
         side = picked[0]
     if side not in team:
         raise CrossPlayError(f"--side {side!r} is not a role of {m.run_file}'s TEAM_MODELS; roles: {list(team)}")
