@@ -125,3 +125,4 @@ def test_one_episode_on_a_real_swarm_server(tmp_path, tiny_model_dir):
     if meta["forfeit"]:  # the tiny model rarely names a legal action: its last call was the forfeit, a LOSS
         assert result["output"]["reward"] == 0.0 and meta["winner"] == [] and learner_calls >= 1
     assert 0 <= meta["opponent_fallbacks"] <= meta["turns"]
+    assert meta["win"] == (meta["learner"] in meta["winner"])  # what an eval episode's win rate counts

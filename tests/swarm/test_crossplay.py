@@ -196,7 +196,7 @@ def test_supported_families_are_the_ones_whose_play_takes_team_models():
     for template in sorted((REPO / "templates").glob("*/project/agent_run.py.j2")):
         text = template.read_text()
         play = text.partition("def play(")[2].partition(")")[0]
-        if "team_models" in play and "def output(game" in text:
+        if "team_models" in play and "def output(" in text:
             found.append(template.parents[1].name)
     assert tuple(found) == SUPPORTED
 

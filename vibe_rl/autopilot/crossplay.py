@@ -34,7 +34,7 @@ from vibe_rl.swarm.observe.crossplay import Cell, CrossPlayError, Pick, availabl
 from vibe_rl.swarm.observe.winrate import win_of
 
 CLI = [sys.executable, "-c", "from vibe_rl.cli import main; main()"]
-SUPPORTED = ("who_is_spy",)  # families whose agent_run has play(..., team_models, seed) and output(game, role)
+SUPPORTED = ("turn_based", "who_is_spy")  # families whose agent_run has play(..., team_models, seed) and output(game, role)
 SEED = 10_000  # the first game's seed (as the training loops' eval rounds)
 
 
