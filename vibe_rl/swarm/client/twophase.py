@@ -26,7 +26,6 @@ from vibe_rl.errors import SwarmError
 from vibe_rl.schema import Task, WorkflowOutput
 
 if TYPE_CHECKING:
-    from vibe_rl.swarm.client.episodes import Episode
     from vibe_rl.swarm.protocol import EndEpisodeResponse
 
 log = logging.getLogger("vibe_rl.swarm.episodes")
@@ -41,6 +40,18 @@ class TwoPhaseServer(Protocol):
                         peers: list[dict[str, str]]) -> dict[str, Any]: ...
 
     def commit_episode(self, episode_uuid: str, txn: str) -> dict[str, Any]: ...
+
+
+class Episode(Protocol):
+    """What `end_together` needs of an open episode (`episodes.Episode` fits; not imported: it imports this)."""
+
+    client: Any
+    uuid: str
+    api_key: str
+    task: Task
+    closed: bool
+
+    def abort(self) -> None: ...
 
 
 def server_of(episode: Episode) -> Any:
