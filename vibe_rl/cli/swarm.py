@@ -38,6 +38,9 @@ def register(app: typer.Typer) -> None:
             "Most request bytes the chat calls of one episode may add up to (stored with it); beyond: 413.")),
         max_episode_calls: int = typer.Option(4096, "--max-episode-calls", help=(
             "Most LLM calls of one episode; beyond: 413.")),
+        prepared_timeout: float | None = typer.Option(None, "--prepared-timeout", help=(
+            "Seconds a prepared episode (a multi-server end's first phase) waits for its commit or abort before "
+            "this server asks its peers how the game's transaction ended (default: its idle timeout, at most 60).")),
         nproc_per_node: int = typer.Option(0, "--nproc-per-node", min=0, help=(
             "Processes (GPUs) on this node; 0: every GPU it sees (1 on CPU). Above 1, training is sharded (FSDP2).")),
         nnodes: int = typer.Option(1, "--nnodes", min=1, help="Nodes of a multi-node server (same command on each)."),
@@ -74,13 +77,14 @@ def register(app: typer.Typer) -> None:
                                experiment_dir=experiment_dir, overrides=list(set_), token=token, token_file=token_file,
                                allowed_hosts=list(allowed_host), incomplete_group_ttl=incomplete_group_ttl,
                                header_timeout=header_timeout, max_episode_bytes=max_episode_bytes,
-                               max_episode_calls=max_episode_calls)
+                               max_episode_calls=max_episode_calls, prepared_timeout=prepared_timeout)
         except ValidationError as exc:
             raise checks.option_error(exc, {"incomplete_group_ttl": "--incomplete-group-ttl", "port": "--port",
                                             "host": "--host", "token": "--token",
                                             "header_timeout": "--header-timeout",
                                             "max_episode_bytes": "--max-episode-bytes",
-                                            "max_episode_calls": "--max-episode-calls"}) from None
+                                            "max_episode_calls": "--max-episode-calls",
+                                            "prepared_timeout": "--prepared-timeout"}) from None
         if node_rank == 0 and not distributed.launched_by_torchrun():  # before the ranks start: rank 0 serves HTTP
             checks.check_port(host, port)
         role = ranks.start_ranks(nproc_per_node, nnodes, node_rank, master_addr, master_port,

@@ -173,6 +173,57 @@ class AbortEpisodeRequest(BaseModel):
     episode_uuid: str = Field(description="From begin_episode")
 
 
+# ---------------------------------------------------------------- the two-phase end (vibe_rl.swarm.server.txn)
+
+TxnOutcome = Literal["prepared", "committed", "aborted"]
+
+
+class PeerEpisode(BaseModel):
+    """One episode of a transaction, as its peers reach it: its server, its id and its own (per-episode) key."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(min_length=8, max_length=2048, description="The server's root URL, e.g. http://127.0.0.1:10086 "
+                                                                "(SwarmClient.url, not the /v1 base_url)")
+    episode_uuid: str = Field(min_length=1, max_length=128, description="The episode's id on that server")
+    api_key: str = Field(min_length=1, max_length=512, description="That episode's api_key (it opens that episode "
+                                                                   "alone, so sharing it with the peers is safe)")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")) or url.rstrip("/").endswith("/v1"):
+            raise ValueError(f"peer url {url[:80]!r} must be a server's root URL such as http://127.0.0.1:10086 "
+                             "(SwarmClient.url; not the episode's /v1 base_url)")
+        return url.rstrip("/")
+
+
+class PrepareEpisodeRequest(EndEpisodeRequest):
+    """`POST /episode/prepare`: the first phase of ending one game's episodes on several servers together."""
+
+    txn: str = Field(min_length=8, max_length=128, description="The transaction id, the same for every episode "
+                                                               "of the game (a fresh random one per end)")
+    peers: list[PeerEpisode] = Field(min_length=2, max_length=64, description="Every episode of the transaction, "
+                                     "this one included")
+
+    @model_validator(mode="after")
+    def _names_itself(self) -> PrepareEpisodeRequest:
+        uuids = [p.episode_uuid for p in self.peers]
+        if self.episode_uuid not in uuids:
+            raise ValueError(f"peers must list every episode of the transaction, this one ({self.episode_uuid}) "
+                             "included; send the same peer list to each server")
+        if len(set(uuids)) != len(uuids):
+            raise ValueError("peers lists an episode twice; list each episode of the transaction once")
+        return self
+
+
+class TxnEpisodeRequest(BaseModel):
+    """`POST /episode/commit` and `POST /episode/outcome`: one episode of a transaction."""
+
+    model_config = ConfigDict(extra="forbid")
+    episode_uuid: str = Field(description="From begin_episode")
+    txn: str = Field(min_length=8, max_length=128, description="The transaction id its prepare carried")
+
+
 class StartRequest(BaseModel):
     """`POST /control/start`: a TrainJob, or an empty body to use the server's --config job."""
 
@@ -212,14 +263,34 @@ class EndEpisodeResponse(_Response):
     trainable_turns: int = Field(default=0, description="Calls that will be trained on (static ones are context)")
     warning: str | None = Field(default=None, description="Set when a training episode ended without any LLM call "
                                 "(nothing of it is trained; SwarmClient logs it as a warning)")
+    txn: str | None = Field(default=None, description="POST /episode/commit: the transaction that committed it")
 
 
 class AbortEpisodeResponse(_Response):
     """`POST /episode/abort`."""
 
     episode_uuid: str = Field(description="The episode that was dropped")
-    aborted: bool = Field(description="Always true: nothing of it is trained on")
+    aborted: bool = Field(description="True: nothing of it is trained on. False only for a prepared episode whose "
+                                      "peers had all prepared: it committed instead (outcome)")
     llm_calls: int = Field(default=0, description="LLM calls it had made")
+    outcome: TxnOutcome | None = Field(default=None, description="For a prepared episode: how its transaction "
+                                       "ended (aborted, or committed when every peer had prepared)")
+
+
+class PrepareEpisodeResponse(_Response):
+    """`POST /episode/prepare`: the episode is prepared (closed to calls, its reward held, not yet pooled)."""
+
+    episode_uuid: str = Field(description="The episode that was prepared")
+    txn: str = Field(description="Its transaction")
+    outcome: TxnOutcome = Field(description="'prepared' (a repeated prepare of a decided episode: its outcome)")
+
+
+class OutcomeResponse(_Response):
+    """`POST /episode/outcome`: how a transaction ended for one episode (asking aborts an unprepared episode)."""
+
+    episode_uuid: str = Field(description="The episode asked about")
+    txn: str = Field(description="The transaction asked about")
+    outcome: TxnOutcome = Field(description="prepared (undecided), committed or aborted")
 
 
 class PoolStatus(_Response):
@@ -273,6 +344,8 @@ class EngineStatus(_Response):
     total_steps: int = Field(default=0, description="train.total_steps (0: no limit)")
     pool: PoolStatus = Field(default_factory=PoolStatus, description="The pool of completed episodes")
     running_count: int = Field(default=0, description="Episodes begun and not yet ended")
+    prepared_count: int = Field(default=0, description="Of those, episodes prepared (the first phase of a "
+                                "multi-server end) and waiting for their commit or abort")
     running_episodes: list[RunningEpisode] = Field(default_factory=list, description="Up to 200, most idle first")
     tasks: list[dict[str, Any]] = Field(default_factory=list, description="Per-task rows of the pool, largest "
                                         "groups first: task_id, episodes, reward_mean, reward_std")
@@ -282,7 +355,9 @@ class EngineStatus(_Response):
     errors: list[str] = Field(default_factory=list, description="Recent errors (boot, updates, requests)")
     devices: list[dict[str, Any]] = Field(default_factory=list, description="Where the engine runs (rank, device)")
     counters: dict[str, int] = Field(default_factory=dict, description="Running totals since the server started: "
-                                     "llm_calls, generated_tokens (trainable model), episodes_ended")
+                                     "llm_calls, generated_tokens (trainable model), episodes_ended, and of two-phase ends episodes_prepared, "
+                                     "peer_commits / peer_aborts (prepared episodes this server settled by "
+                                     "asking their peers: no commit came in time, or the client aborted them)")
     job: TrainJob | None = Field(default=None, description="The job the engine runs, after the server's overrides")
     chat_template: dict[str, str] | None = Field(
         default=None, description="How tools, assistant tool_calls and tool messages reach the model: 'template' "

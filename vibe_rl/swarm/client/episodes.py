@@ -9,6 +9,9 @@
         ...
         eps.end({"server1": output_1, "server2": output_2})
 
+`eps.end` of episodes on several servers is atomic: a two-phase end (`twophase.py`; the protocol is
+`vibe_rl.swarm.server.txn`) records the game on every server or on none, even if the client dies meanwhile.
+
 Leaving the `with` block by an exception aborts every episode still open (an
 episode that the server already dropped is not an error, and its 410 is logged at
 debug level only) and re-raises; an episode already ended stays stored and is
@@ -92,9 +95,13 @@ class Episode(EpisodeCredentials):
             return
         self.closed = True
         try:
-            self.client.abort_episode(self.uuid)
+            result = self.client.abort_episode(self.uuid)
         except SwarmError as exc:  # gone already (410/404), or the server is unreachable
             log_failed_abort(self.uuid, exc)
+            return
+        if isinstance(result, dict) and result.get("outcome") == "committed":  # a prepared one (twophase.py)
+            log.warning("episode %s was not aborted: every episode of its game had prepared, so the game "
+                        "committed on every server", self.uuid)
 
 
 def end_output(reward: float | WorkflowOutput, metadata: dict[str, Any] | None) -> WorkflowOutput:
@@ -116,8 +123,10 @@ def log_failed_abort(episode_uuid: str, exc: Exception) -> None:
 class Episodes(dict[str, Episode]):
     """Episodes opened together (one per server, or per team), by name; see `open_episodes`."""
 
-    def end(self, outputs: Mapping[str, float | WorkflowOutput]) -> None:
-        """End every episode with its own output; a name without an output is an error (nothing is sent)."""
+    def end(self, outputs: Mapping[str, float | WorkflowOutput]) -> dict[str, EndEpisodeResponse]:
+        """End every episode with its own output; a name without an output is an error (nothing is sent).
+        Episodes on several servers end together, in two phases (`twophase.end_together`): the game is
+        recorded on every server or on none; on one server each ends in one step."""
         missing, unknown = sorted(set(self) - set(outputs)), sorted(set(outputs) - set(self))
         if missing or unknown:  # nothing is sent: a misspelt name must not leave an episode without its reward
             raise SwarmError(f"eps.end needs exactly one output per episode name {sorted(self)}; "
@@ -128,8 +137,14 @@ class Episodes(dict[str, Episode]):
         checked = {name: _as_output(outputs[name]) for name in self}
         for episode in self.values():
             as_json(episode.task, "the task")
-        for name, episode in self.items():
-            episode.end(checked[name])
+        from vibe_rl.swarm.client import twophase
+
+        if len({twophase.server_of(ep) for ep in self.values()}) > 1:
+            if twophase.can_end_together(self):
+                return twophase.end_together(self, checked)
+            log.warning("eps.end: a client of these episodes has no prepare_episode/commit_episode, so they end "
+                        "one after the other (not atomically)")
+        return {name: episode.end(checked[name]) for name, episode in self.items()}
 
 
 def _as_output(value: float | WorkflowOutput) -> WorkflowOutput:

@@ -6,7 +6,8 @@
         reply = ep.openai().chat.completions.create(model=ep.model, messages=..., user="spy:player_3")
         ep.end(1.0, {"winner": "civilian"})
 
-`begin_episode` / `end_episode` / `abort_episode` are the same steps one by one;
+`begin_episode` / `end_episode` / `abort_episode` are the same steps one by one (`prepare_episode` /
+`commit_episode`: the two phases of ending one game's episodes on several servers, `client/twophase.py`);
 `episodes` (this room) has the multi-server variant, `groups` the GRPO groups and the loop over them
 (`play_groups`), `routing` the role -> model routing, `inflight` run_in_flight, and `async_client` the same
 client for asyncio code (it shares `_Transport`, the request/retry/auth logic).
@@ -332,3 +333,18 @@ class SwarmClient(_Transport):
         result = self._call("POST", "/episode/abort", {"episode_uuid": episode_uuid}, episode_uuid=episode_uuid)
         self._episode_keys.pop(episode_uuid, None)
         return result
+
+    def prepare_episode(self, task: Task, episode_uuid: str, workflow_output: WorkflowOutput, txn: str,
+                        peers: Sequence[dict[str, str]]) -> dict[str, Any]:
+        """The first phase of a multi-server end (`POST /episode/prepare`; `eps.end` sends it): the server holds the
+        reward and closes the episode to calls. `peers`: every episode of the transaction as {url, episode_uuid,
+        api_key}. Idempotent for the same txn and reward (retried on connection errors)."""
+        body = {**self._end_body(task, episode_uuid, workflow_output), "txn": txn, "peers": list(peers)}
+        return self._call("POST", "/episode/prepare", body, wait_busy=True, episode_uuid=episode_uuid)
+
+    def commit_episode(self, episode_uuid: str, txn: str) -> dict[str, Any]:
+        """The second phase (`POST /episode/commit`): the prepared episode is stored and pooled, as an end; the
+        `EndEpisodeResponse` fields as a dict. Idempotent (a repeat, or one the server settled: already_ended)."""
+        body = {"episode_uuid": episode_uuid, "txn": txn}
+        return self._ended(episode_uuid, self._call("POST", "/episode/commit", body, wait_busy=True,
+                                                    episode_uuid=episode_uuid))

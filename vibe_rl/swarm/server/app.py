@@ -117,7 +117,7 @@ def build_app(config: ServerConfig, token: str | None = None) -> Any:
         path, headers = request.url.path, dict(exc.headers or {})
         if exc.status_code == 404:
             message = (f"No route {request.method} {path}. The swarm server serves /v1/chat/completions, "
-                       "/v1/completions, /v1/models, /episode/{begin,end,abort}, /control/{start,status,stop,updates,traces,ui}, "
+                       "/v1/completions, /v1/models, /episode/{begin,end,abort,prepare,commit,outcome}, /control/{start,status,stop,updates,traces,ui}, "
                        "/healthz (docs/client.md, 'The HTTP endpoints').")
             tidy = "/" + "/".join(p for p in path.split("/") if p)
             if tidy != path:

@@ -63,6 +63,11 @@ class ServerConfig(BaseModel):
     max_abs_reward: float = Field(default=1e6, gt=0, description="Rewards must satisfy |r| <= this (else 400)")
     max_discard_timeout: float = Field(default=7 * 86400.0, gt=0,
                                        description="Largest discard_episode_timeout a begin may ask for (else 400)")
+    prepared_timeout: float | None = Field(default=None, gt=0, le=86400, description=(
+        "--prepared-timeout: seconds a prepared episode (the first phase of a multi-server end, "
+        "vibe_rl.swarm.server.txn) waits for its client's commit or abort before the server asks the episode's "
+        "peers how the transaction ended (and again this often while a peer cannot be reached); None: the "
+        "episode's idle timeout, at most 60 s"))
     incomplete_group_ttl: float = Field(default=6 * 3600.0, gt=0, description=(
         "Seconds a task group may stay below grpo_n episodes without a new one before it is discarded "
         "(counted, and noted in the status); groups of the 'episodes' policy are never incomplete"))

@@ -1,4 +1,5 @@
-"""The hot endpoints (begin, chat, end, abort) as a pure ASGI front of the FastAPI app.
+"""The hot endpoints (begin, chat, end, abort; the two-phase end's prepare, commit, outcome: `txn.py`) as a
+pure ASGI front of the FastAPI app.
 
 Every episode makes these calls, so they skip the framework's middleware stack and
 dependency solving (on a 2-core machine that stack costs about as much CPU as the
@@ -32,6 +33,8 @@ from vibe_rl.swarm.protocol import (
     BeginEpisodeRequest,
     ChatCompletionRequest,
     EndEpisodeRequest,
+    PrepareEpisodeRequest,
+    TxnEpisodeRequest,
 )
 from vibe_rl.swarm.server.errors import ApiError, validation_error
 from vibe_rl.swarm.server.guard import Guard, header
@@ -78,8 +81,22 @@ async def end(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
 
 
 async def abort(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
-    return serving.abort(_parse(AbortEpisodeRequest, raw).episode_uuid, _credential(scope),
+    return await serving.abort(_parse(AbortEpisodeRequest, raw).episode_uuid, _credential(scope),
                          scope.get("vibe_admin", False))
+
+
+async def prepare(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
+    return await serving.txns.prepare(_parse(PrepareEpisodeRequest, raw), _credential(scope),
+                                      scope.get("vibe_admin", False))
+
+
+async def commit(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
+    return await serving.txns.commit(_parse(TxnEpisodeRequest, raw), _credential(scope), scope.get("vibe_admin", False))
+
+
+async def outcome(serving: Any, scope: dict, raw: bytes, timing: dict) -> Any:
+    return await serving.txns.outcome(_parse(TxnEpisodeRequest, raw), _credential(scope),
+                                      scope.get("vibe_admin", False))
 
 
 def _episode_key(serving: Any, scope: dict) -> str | None:
@@ -108,6 +125,7 @@ async def completions(serving: Any, scope: dict, raw: bytes, timing: dict) -> An
 
 Handler = Callable[[Any, dict, bytes, dict], Awaitable[Any]]
 ROUTES: dict[str, Handler] = {"/episode/begin": begin, "/episode/end": end, "/episode/abort": abort,
+                              "/episode/prepare": prepare, "/episode/commit": commit, "/episode/outcome": outcome,
                               "/v1/chat/completions": chat, "/v1/completions": completions}
 
 

@@ -6,6 +6,8 @@ Rules:
   (bounded, oldest dropped first) with the reason, so a later call gets 410 naming it instead of
   a bare 404/401, and its key stays known, so a retried `end` sent with that key is authorized.
 - `end` and `abort` need the episode's own key or the admin token (`authorize`).
+- A prepared episode (the first phase of a two-phase end, `txn.py`) stays running but takes no model calls
+  (409 `episode_prepared`) and is never discarded as idle: its transaction settles it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from vibe_rl.rl.samples import Turn
 from vibe_rl.swarm.auth import same_token
@@ -38,6 +41,7 @@ class Episode:
     snapshots: dict[str, int] = field(default_factory=dict)  # static model -> checkpoint step it plays here
     kind: str = "train"  # "eval": stored with status 'eval', its reward logged as eval/*, never trained on
     group: str | None = None  # the GRPO group key named at begin (None: the task_id of its end)
+    prepared: Any = None  # txn.Prepared while the episode is prepared (a two-phase end): closed to model calls
 
 
 class Tombstones:
@@ -46,12 +50,12 @@ class Tombstones:
     def __init__(self, size: int = 100_000):
         self.size, self._d = size, OrderedDict()
 
-    def add(self, key: str, reason: str) -> None:
+    def add(self, key: str, reason: Any) -> None:
         self._d[key] = reason
         if len(self._d) > self.size:
             self._d.popitem(last=False)
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> Any:
         return self._d.get(key)
 
 
@@ -90,8 +94,10 @@ class EpisodeRegistry:
         return key in self.by_key or self.gone.get(key) is not None
 
     def idle(self, now: float) -> list[Episode]:
-        """Episodes with no call in flight, idle past their discard timeout."""
-        return [e for e in self.running.values() if not e.inflight and now - e.last_activity > e.timeout]
+        """Episodes with no call in flight, idle past their discard timeout (a prepared one waits for its
+        transaction instead: `vibe_rl.swarm.server.txn`)."""
+        return [e for e in self.running.values()
+                if not e.inflight and e.prepared is None and now - e.last_activity > e.timeout]
 
     def key_for(self, episode_uuid: str) -> str | None:
         """The key of a running or gone episode (None when unknown)."""
@@ -127,6 +133,10 @@ class EpisodeRegistry:
             raise ApiError(401, "Missing API key. Use the episode's own key: ep.openai() of swarm.episode(task), or "
                                 "openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key).", code="missing_api_key")
         ep = self.by_key.get(api_key)
+        if ep is not None and ep.prepared is not None:
+            raise ApiError(409, f"Episode {ep.uuid} is prepared to end (transaction {ep.prepared.txn}): it takes no "
+                                "more model calls. Make every call of a game before eps.end(...); a new game "
+                                "begins new episodes.", code="episode_prepared")
         if ep is not None:
             return ep
         reason = self.gone.get(api_key)

@@ -125,7 +125,7 @@ async def traces(request: Request, limit: int = 200) -> Response:
     return _json(_serving(request).traces_view(limit))
 
 
-# The hot endpoints (begin, chat, end, abort) live in `vibe_rl.swarm.server.hotpath`.
+# The hot endpoints (begin, chat, end, abort, prepare, commit, outcome) live in `vibe_rl.swarm.server.hotpath`.
 
 openai = APIRouter(prefix="/v1")
 

@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 from vibe_rl.engine.choice import refusal as engine_refusal
 from vibe_rl.rl.samples import Turn
-from vibe_rl.schema import TrainJob
+from vibe_rl.schema import Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.observe.winrate import win_of
 from vibe_rl.swarm.protocol import (
     BeginEpisodeResponse,
@@ -67,6 +67,7 @@ from vibe_rl.swarm.server.registry import Episode, EpisodeRegistry
 from vibe_rl.swarm.server.static import StaticRouter
 from vibe_rl.swarm.server.status import engine_status
 from vibe_rl.swarm.server.trainer import EngineGate, GatedEngine, Trainer
+from vibe_rl.swarm.server.txn import Transactions
 
 log = logging.getLogger("vibe_rl.swarm")
 
@@ -95,7 +96,9 @@ class SwarmServing:
         self.notes: list[str] = []
         self.sink: Any = None  # vibe_rl.swarm.observe.loggers.MetricsSink: per-update metrics to the job's loggers
         # cumulative since the server started, for rates (overwatch, vibe-rl run's progress line)
-        self.counters = {"llm_calls": 0, "generated_tokens": 0, "episodes_ended": 0}
+        self.counters = {"llm_calls": 0, "generated_tokens": 0, "episodes_ended": 0, "episodes_prepared": 0,
+                         "peer_commits": 0, "peer_aborts": 0}
+        self.txns = Transactions(self)  # two-phase ends of episodes on several servers (txn.py)
         self._tasks: set[asyncio.Task] = set()
 
     @property
@@ -207,6 +210,7 @@ class SwarmServing:
     async def shutdown(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        await self.txns.close()
         if self.phase == BOOTING:  # the boot thread cannot be interrupted; the process exit ends it
             return
         if self.phase != OFFLINE or self.engine is not None:
@@ -270,8 +274,7 @@ class SwarmServing:
             if self.store is None and self.registry.gone.get(req.episode_uuid) is None:
                 raise self._not_ready("ep.end / end_episode")  # maybe stored: the store opens with the engine
             self.registry.authorize(req.episode_uuid, self.registry.key_for(req.episode_uuid), credential, admin)
-            stored = self._ending.get(req.episode_uuid) or (
-                self.store.episode_status(req.episode_uuid) if self.store else None)
+            stored = self.ended_status(req.episode_uuid)
             if stored is not None:
                 _, reward, task_id = stored
                 if task_id == req.task.task_id and reward == req.output.reward:
@@ -281,20 +284,37 @@ class SwarmServing:
                                code="episode_already_ended", param="episode_uuid")
             self.registry.lookup(req.episode_uuid)  # raises 410 / 404
         self.registry.authorize(ep.uuid, ep.api_key, credential, admin)
+        self.check_endable(ep, "ep.end / end_episode")
+        if ep.prepared is not None:
+            raise ApiError(409, f"Episode {ep.uuid} is prepared in transaction {ep.prepared.txn} (a two-phase end "
+                                "of several servers' episodes): commit it (POST /episode/commit with that txn) or "
+                                "abort it, instead of ending it alone.", code="episode_prepared", param="episode_uuid")
+        return await self.store_end(ep, req.task, req.output)
+
+    def ended_status(self, episode_uuid: str) -> tuple[str, float, str] | None:
+        """(status, reward, task_id) of an episode stored (or being written) by an end, else None."""
+        return self._ending.get(episode_uuid) or (self.store.episode_status(episode_uuid) if self.store else None)
+
+    def check_endable(self, ep: Episode, what: str) -> None:
+        """An end (or a prepare) needs the store open and no LLM call of the episode in flight."""
         if self.store is None:
-            raise self._not_ready("ep.end / end_episode")
+            raise self._not_ready(what)
         if ep.inflight:
             raise ApiError(409, f"Episode {ep.uuid} still has {ep.inflight} LLM call(s) in flight (a call waits "
                                 "during a weight update, and runs on after its client gave up); end it after they "
                                 "return, so no turn is lost. SwarmClient retries this itself.", code="episode_busy",
                            param="episode_uuid", retry_after=0.5)
+
+    async def store_end(self, ep: Episode, task: Task, output: WorkflowOutput) -> dict[str, Any]:
+        """Store `ep` with its reward and pool it (an end, or the commit of a prepared episode); a failed write
+        leaves it running, so the end can be retried."""
         # pooled under the group its begin named, else (AgentJet's swarm clients) under the task_id
-        done = CompletedEpisode(ep.uuid, ep.group or req.task.task_id, req.output.reward, ep.turns, time.time())
+        done = CompletedEpisode(ep.uuid, ep.group or task.task_id, output.reward, ep.turns, time.time())
         self.registry.forget(ep, "it already ended")
-        self._ending[ep.uuid] = ("completed", done.reward, req.task.task_id)
+        self._ending[ep.uuid] = ("completed", done.reward, task.task_id)
         try:  # written before we answer; in a thread, so the event loop keeps serving meanwhile
-            await asyncio.to_thread(self.store.save_episode, done, req.task.model_dump(mode="json"),
-                                    req.output.metadata, "eval" if ep.kind == "eval" else "completed")
+            await asyncio.to_thread(self.store.save_episode, done, task.model_dump(mode="json"),
+                                    output.metadata, "eval" if ep.kind == "eval" else "completed")
         except BaseException:  # not stored: the episode stays open, so the client can retry its end
             self.registry.reopen(ep)
             raise
@@ -304,7 +324,7 @@ class SwarmServing:
             self.static.snapshots.record(ep.snapshots, win_of(req.output.metadata))
         if ep.kind == "eval":
             if self.trainer is not None:
-                self.trainer.record_eval(done.reward, win_of(req.output.metadata))
+                self.trainer.record_eval(done.reward, win_of(output.metadata))
         elif self.pool is not None:
             self.pool.add(done)  # a group it completes wakes the trainer's loop
         self.counters["episodes_ended"] += 1
@@ -316,9 +336,11 @@ class SwarmServing:
                                  "or openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key) with model=ep.model.")
         return result
 
-    def abort(self, episode_uuid: str, credential: str | None, admin: bool) -> dict[str, Any]:
+    async def abort(self, episode_uuid: str, credential: str | None, admin: bool) -> dict[str, Any]:
         self.registry.authorize(episode_uuid, self.registry.key_for(episode_uuid), credential, admin)
         ep = self.registry.lookup(episode_uuid)
+        if ep.prepared is not None:  # it may not drop itself alone: it settles with its peers (txn.py)
+            return await self.txns.abort_prepared(ep)
         self.registry.forget(ep, "it was aborted")
         self.tally.aborted += 1
         return {"episode_uuid": episode_uuid, "aborted": True, "llm_calls": ep.llm_calls}

@@ -41,6 +41,7 @@ def engine_status(*, state: str, job: TrainJob | None, engine: Any, pool: Pool |
         total_steps=job.train.total_steps if job else 0,
         pool=pool_status,
         running_count=len(episodes),
+        prepared_count=sum(1 for e in episodes if e.prepared is not None),
         running_episodes=[RunningEpisode(episode_uuid=e.uuid, llm_calls=e.llm_calls,
                                          idle_s=round(0.0 if e.inflight else now - e.last_activity, 2))
                           for e in episodes[:200]],
