@@ -321,7 +321,7 @@ class SwarmServing:
         finally:
             self._ending.pop(ep.uuid, None)
         if self.static is not None:  # by-win-rate pools weigh each checkpoint by the learner's record against it
-            self.static.snapshots.record(ep.snapshots, win_of(req.output.metadata))
+            self.static.snapshots.record(ep.snapshots, win_of(output.metadata))
         if ep.kind == "eval":
             if self.trainer is not None:
                 self.trainer.record_eval(done.reward, win_of(output.metadata))
