@@ -1,8 +1,9 @@
 """One game, two trainable models: `eps.end` of episodes on two servers records the game on both or on neither,
 also when the client is SIGKILLed between the two phases (the two-phase end: vibe_rl/swarm/server/txn.py).
 
-Two real servers on loopback with the tiny model, `--prepared-timeout 1` so that a prepared episode asks its
-peers soon; the killed clients are real subprocesses (tests/helpers/atomic_client.py). Every wait is a poll
+Two real servers on loopback with the tiny model, `--prepared-timeout 5` so that a prepared episode asks its
+peers soon, yet never while a live client is still between two prepares (on a loaded machine those two calls
+can be a second apart; a peer asked first would abort the game); the killed clients are real subprocesses (tests/helpers/atomic_client.py). Every wait is a poll
 of a state (the status, the SQLite store) under a generous guard deadline.
 """
 
@@ -30,6 +31,7 @@ from vibe_rl.swarm.client.sync_client import SwarmHTTPError
 from vibe_rl.swarm.launch import free_port
 
 GUARD = 180.0  # seconds: a guard against hanging, never an assertion about speed
+PREPARED_TIMEOUT = 5  # seconds a prepared episode waits for its commit before it asks its peers
 CLIENT = ROOT / "tests" / "helpers" / "atomic_client.py"
 
 
@@ -40,7 +42,7 @@ def pair(tmp_path_factory, tiny_model_dir):
     servers: list[Server] = []
     try:
         for name in ("server1", "server2"):
-            servers.append(Server(root / name, FAST, extra=["--prepared-timeout", "1"]).start())
+            servers.append(Server(root / name, FAST, extra=["--prepared-timeout", str(PREPARED_TIMEOUT)]).start())
             with SwarmClient(servers[-1].url) as client:
                 client.auto_sync_train_config_and_start_engine(TrainJob(), verbose=False)
         yield servers
