@@ -9,6 +9,9 @@ The werewolves and the seer share one model but sit on opposite sides, so a game
 trainable team (EPISODE_ROLES): each episode holds only that team's calls and earns WIN when the team's
 side wins, else LOSS (a draw pays LOSS to both).
 
+`vibe-rl eval` plays checkpoints against each other through play(task, {server: episode}, team_models) and
+output(played, role): one episode per game, every role on a frozen checkpoint.
+
 Prompts put what every player saw first (rules, then the public events, whose window moves in blocks)
 and the player's own part (living players, private notes, the question) last, so consecutive calls share
 a long token prefix that the server's engine can reuse instead of recomputing.
@@ -17,11 +20,12 @@ a long token prefix that the server's engine can reuse instead of recomputing.
 import json
 import os
 import random
+from typing import NamedTuple
 
 from openai import BadRequestError
 from vibe_rl.swarm import LLMRouter, OpenaiBaseUrlAndApiKey, RoleLLM, Task, WorkflowOutput
 
-from game_engine import HUNTER, SEER, SKIP, WEREWOLF, WITCH, Game, Player, reward_for
+from game_engine import HUNTER, SEER, SKIP, WEREWOLF, WITCH, Game, Player, side_of
 
 # Role -> the server (trainable) or static model its calls reach.
 TEAM_MODELS = {
@@ -104,11 +108,11 @@ def view(game: Game, me: Player, lines: int = LOG_LINES) -> str:
 
 
 class LLMPlayers:
-    """game_engine's Decider. An answer naming no legal option is the player's own mistake when its role trains:
-    the engine counts it as an abstention (a lost vote or action, in `invalid_actions`), never a move chosen
-    for it, since a fallback would make unparseable answers play like legal ones and flatten the GRPO groups.
-    A static role's such answer falls back to 'skip' where allowed, else to a random legal option, so the game
-    moves on (static roles are not trained; counted in `fallbacks`)."""
+    """game_engine's Decider. An answer naming no legal option is the player's own mistake when its role trains
+    (in TEAM_MODELS, whichever model plays it now): the engine counts it as an abstention (a lost vote or action,
+    in `invalid_actions`), never a move chosen for it, since a fallback would make unparseable answers play like
+    legal ones and flatten the GRPO groups. A static role's such answer falls back to 'skip' where allowed, else
+    to a random legal option, so the game moves on (static roles are not trained; counted in `fallbacks`)."""
 
     def __init__(self, llms: dict[str, RoleLLM], rng: random.Random):
         self.llms, self.rng, self.fallbacks = llms, rng, 0
@@ -160,26 +164,42 @@ def episode_of(role: str) -> str:
     return (own or side or list(EPISODE_ROLES))[0]
 
 
-def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], seed: int | None = None) -> tuple[Game, LLMPlayers]:
-    """Play one game. The task's seed fixes the deal; ids and names are drawn per episode (`seed` replays one)."""
+class Played(NamedTuple):
+    """One finished game."""
+
+    game: Game
+    fallbacks: int  # static roles' answers replaced by a legal option (LLMPlayers)
+
+
+def play(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey], team_models: dict[str, str] = TEAM_MODELS,
+         seed: int | None = None) -> Played:
+    """Play one game. The task's seed fixes the deal; ids and names are drawn per episode (`seed` replays one).
+    `endpoints`: trainable team -> its episode (EPISODE_ROLES; each role calls through episode_of's), or one
+    episode that takes every call (`vibe-rl eval`'s); `team_models` rewires the roles (e.g. two checkpoints)."""
     rng = random.Random(seed)
     ids = [f"player_{n}" for n in rng.sample(range(1, 100), SEATS)]
     info = task.metadata
     game = Game.deal(ids, rng.sample(NAMES, SEATS), seed=int(info.get("seed", task.task_id)), roles=ROLES,
                      win_rule=info.get("win_rule", "parity"), max_days=info.get("max_days", 12))
-    router = LLMRouter(TEAM_MODELS, endpoints, trainable={TRAINABLE}, episode_for=episode_of)
-    players = LLMPlayers({role: router.llm_for(role) for role in TEAM_MODELS}, rng)
+    per_team = endpoints.keys() == EPISODE_ROLES.keys()
+    router = LLMRouter(team_models, endpoints, trainable={TRAINABLE}, episode_for=episode_of if per_team else None)
+    players = LLMPlayers({role: router.llm_for(role) for role in team_models}, rng)
     game.play(players)
-    return game, players
+    return Played(game, players.fallbacks)
+
+
+def output(played: Played, role: str) -> WorkflowOutput:
+    """`role`'s side's reward: WIN when that side won, else LOSS (a draw, the day limit's end, is nobody's win);
+    `win` (that side won) is what an eval episode's win rate counts."""
+    game, fallbacks = played
+    won = game.winner == side_of(role)
+    return WorkflowOutput(reward=WIN if won else LOSS, metadata={
+        "winner": game.winner, "days": game.day, "roles": {p.pid: p.role for p in game.players},
+        "side": side_of(role), "fallbacks": fallbacks, "invalid_actions": game.invalid_actions, "win": won})
 
 
 def run_episode(task: Task, endpoints: dict[str, OpenaiBaseUrlAndApiKey],
                 seed: int | None = None) -> dict[str, WorkflowOutput]:
     """endpoints: trainable team -> its episode credentials. Returns team -> its episode's output."""
-    game, players = play(task, endpoints, seed)
-    info = {"winner": game.winner, "days": game.day, "roles": {p.pid: p.role for p in game.players},
-            "fallbacks": players.fallbacks, "invalid_actions": game.invalid_actions}
-    # `win` (this team's side won; a draw is not a win) is what an eval episode's win rate counts (eval/win_rate)
-    return {team: WorkflowOutput(reward=WIN if reward_for(roles[0], game.winner) else LOSS,
-                                 metadata={**info, "team": team, "win": bool(reward_for(roles[0], game.winner))})
-            for team, roles in EPISODE_ROLES.items()}
+    played = play(task, endpoints, seed=seed)
+    return {team: output(played, roles[0]) for team, roles in EPISODE_ROLES.items()}

@@ -308,6 +308,7 @@ def test_rewards_follow_the_players_side():
     assert ge.reward_for("seer", "werewolves") == 0.0
     assert ge.reward_for("seer", "village") == 1.0
     assert ge.reward_for("werewolf", "draw") == ge.reward_for("villager", "draw") == 0.0
+    assert ge.side_of("werewolf") == "werewolves" and ge.side_of("witch") == ge.side_of("villager") == "village"
 
 
 # ---- other role tables ----

@@ -152,6 +152,55 @@ def test_lora_checkpoints_play_merged(tmp_path, tiny_model_dir):
     assert {m for (m,) in db.execute("SELECT model FROM turns WHERE player LIKE 'civilian:%'")} == {"ckpt-2@step_2"}
 
 
+def seat_lines(seats: dict[str, int]) -> str:
+    """The entries of agent_run.py's ROLES table for `seats`."""
+    return "".join(f'    "{role}": {n},\n' for role, n in seats.items())
+
+
+def wolves_project(root: Path) -> Path:
+    """The Werewolves project on the tiny model, its table cut to 4 seats (1 werewolf, 1 seer, 2 villagers) and
+    its games to one day."""
+    project = copy_project("werewolves", root / "wolves")
+    config = yaml.safe_load((project / "config.yaml").read_text())
+    config["model"].update(path="tiny", max_model_len=2048)
+    (project / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    run = project / "agent_run.py"
+    table = seat_lines({"werewolf": 3, "seer": 1, "witch": 1, "hunter": 1, "villager": 3})
+    assert table in run.read_text()
+    run.write_text(run.read_text().replace(table, seat_lines({"werewolf": 1, "seer": 1, "witch": 0, "hunter": 0,
+                                                              "villager": 2})))
+    games = json.loads((project / "mock_game_dataset.json").read_text())
+    (project / "mock_game_dataset.json").write_text(json.dumps([game | {"max_days": 1} for game in games]))
+    return project
+
+
+def test_a_werewolves_table_seats_the_werewolves_on_the_rows(trained, tmp_path):
+    """Werewolves trains two teams, each in its own episode; an eval game is one episode for every role, with the
+    werewolves (the team the mode rewards) on the row's checkpoint and the seer and the village on the column's.
+    The checkpoints are the tiny model's steps of `trained` (weights: whatever game trained them)."""
+    project, work = wolves_project(tmp_path), tmp_path / "w"
+    done = vibe_eval(str(project), "--experiment-dir", str(trained.parent / "exp"), "-c", "1", "latest", "-n", "1",
+                     "--parallel", "4", *FAST, "--json", "--work-dir", str(work))
+    assert done.returncode == 0, done.stderr[-4000:] + (work / "server.log").read_text()[-4000:]
+    table = json.loads(done.stdout)
+    assert (table["family"], table["side"], table["side_roles"]) == ("werewolves", "werewolf", ["werewolf"])
+    assert table["opponent_roles"] == ["seer", "witch", "hunter", "villager"]
+    assert [[(c["games"], c["errors"], c["undecided"]) for c in line] for line in table["cells"]] == [[(1, 0, 0)] * 2] * 2
+    db = sqlite3.connect(table["server_db"])
+    ends = [json.loads(m) for (m,) in db.execute("SELECT metadata_json FROM episodes WHERE status = 'eval'")]
+    assert len(ends) == 4 and all(m["side"] == "werewolves" and m["win"] is (m["winner"] == "werewolves")
+                                  for m in ends), ends
+    assert all(Counter(m["roles"].values()) == {"werewolf": 1, "seer": 1, "villager": 2} for m in ends)
+    assert db.execute("SELECT COUNT(*) FROM turns WHERE static = 0").fetchone()[0] == 0
+    by_episode: dict[str, dict[str, set[str]]] = {}
+    for uuid, player, model in db.execute("SELECT episode_uuid, player, model FROM turns"):
+        by_episode.setdefault(uuid, {}).setdefault("werewolf" if player.startswith("werewolf:") else "other",
+                                                   set()).add(model)
+    named = ("ckpt-1@step_1", "ckpt-2@step_2")
+    assert Counter((min(r["werewolf"]), min(r["other"])) for r in by_episode.values()
+                   if len(r["werewolf"]) == len(r["other"]) == 1) == {(a, b): 1 for a in named for b in named}
+
+
 def test_a_missing_step_names_the_available_ones(trained):
     done = vibe_eval(str(trained), "--checkpoints", "initial", "7", *FAST)
     assert done.returncode == 2 and "holds no step_000007" in done.stderr
@@ -164,7 +213,7 @@ def test_a_project_without_checkpoints_is_refused(trained, tmp_path):
 
 
 def test_a_family_without_team_models_in_play_is_refused(tmp_path):
-    project = copy_project("werewolves", tmp_path / "wolves")
+    project = copy_project("multi_model_translation", tmp_path / "translation")
     done = vibe_eval(str(project), "--checkpoints", "initial", "latest")
     assert done.returncode == 2, done.stderr
     assert "play(task, endpoints, team_models" in done.stderr and "who_is_spy" in done.stderr

@@ -209,6 +209,47 @@ def test_scripted_episode_parses_choices_and_shrinks_long_prompts(project):
             assert (model, auth) == (STATIC, "Bearer key-seer")
 
 
+ONE_EPISODE_DRIVER = """
+import json, sys
+from vibe_rl.swarm import OpenaiBaseUrlAndApiKey
+from agent_roll import load_tasks
+from agent_run import TEAM_MODELS, output, play
+task = load_tasks()[3]
+creds = {"server1": OpenaiBaseUrlAndApiKey(base_url=sys.argv[1], api_key="key-eval", model="trainable")}
+models = {role: "ckpt-1" if role == "werewolf" else "ckpt-2" for role in TEAM_MODELS}
+played = play(task, creds, models, seed=5)
+sides = {role: output(played, role).model_dump() for role in ("werewolf", "seer", "villager")}
+played.game.winner = "draw"  # the day limit's end
+print(json.dumps({"sides": sides, "draw": {role: output(played, role).model_dump() for role in ("werewolf", "seer")}}))
+"""
+
+
+def test_play_with_one_episode_and_rewired_models_and_output_per_side(project):
+    """`vibe-rl eval`'s contract: play(task, {server: one episode}, team_models) routes every role's call through
+    that episode, to the model team_models names; output(played, role) pays `role`'s side and sets a bool `win`
+    (a draw is nobody's)."""
+    with ScriptedAPI(ScriptedPlayers()) as api:
+        done = subprocess.run([sys.executable, "-c", ONE_EPISODE_DRIVER, api.url], cwd=project, capture_output=True,
+                              text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    routes = {(r["user"].split(":")[0], r["model"], auth) for r, auth in zip(api.requests, api.auth, strict=True)}
+    assert {"werewolf", "seer", "villager"} <= {role for role, _, _ in routes}
+    assert all((model, auth) == ("ckpt-1" if role == "werewolf" else "ckpt-2", "Bearer key-eval")
+               for role, model, auth in routes), routes
+    sides = result["sides"]
+    winner = sides["werewolf"]["metadata"]["winner"]
+    assert winner in ("werewolves", "village")
+    game = [{k: v for k, v in out["metadata"].items() if k not in ("side", "win")} for out in sides.values()]
+    assert game[0] == game[1] == game[2]  # one game, seen from each side
+    for role, out in sides.items():
+        side = "werewolves" if role == "werewolf" else "village"
+        assert out["metadata"]["side"] == side and out["metadata"]["win"] is (winner == side)
+        assert out["reward"] == (1.0 if winner == side else 0.0)
+    for out in result["draw"].values():
+        assert (out["reward"], out["metadata"]["win"], out["metadata"]["winner"]) == (0.0, False, "draw")
+
+
 def scripted_episode(project: Path) -> tuple[dict, set[str]]:
     """One episode of `project` against ScriptedPlayers: (the werewolves' episode metadata, system prompts)."""
     with ScriptedAPI(ScriptedPlayers()) as api:

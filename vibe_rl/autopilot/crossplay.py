@@ -6,8 +6,9 @@ merged), and `ckpt-initial`, a frozen copy of the job's model.path. The server's
 the picked `step_NNNNNN` folders of the project's experiment and no `latest.json`, so it resumes nothing and,
 with train.save_freq 0 and only eval episodes, never trains or writes a checkpoint.
 
-The project's own episode code plays the games: `agent_run.play(task, endpoints, team_models, seed=...)` and
-`output(game, role)`, whose metadata's bool `win` says whether `role`'s side won. For cell (row, col) the
+The project's own episode code plays the games: `agent_run.play(task, endpoints, team_models, seed=...)`, given
+one episode ({server: credentials}) that takes every role's calls, and `output(game, role)`, given what `play`
+returned, whose metadata's bool `win` says whether `role`'s side won (a draw is nobody's). For cell (row, col) the
 learner side's roles play the row's checkpoint and every other role the column's; every cell plays the same
 held-out games (the last `games` tasks of the mode script's `load_tasks()`, game seeds seed, seed+1, ...).
 """
@@ -34,7 +35,7 @@ from vibe_rl.swarm.observe.crossplay import Cell, CrossPlayError, Pick, availabl
 from vibe_rl.swarm.observe.winrate import win_of
 
 CLI = [sys.executable, "-c", "from vibe_rl.cli import main; main()"]
-SUPPORTED = ("turn_based", "who_is_spy")  # families whose agent_run has play(..., team_models, seed) and output(game, role)
+SUPPORTED = ("turn_based", "werewolves", "who_is_spy")  # agent_run has play(..., team_models, seed), output(game, role)
 SEED = 10_000  # the first game's seed (as the training loops' eval rounds)
 
 

@@ -47,7 +47,7 @@ class Player:
 
     @property
     def side(self) -> str:
-        return WEREWOLVES_WIN if self.role == WEREWOLF else VILLAGE_WIN
+        return side_of(self.role)
 
 
 class Decider(Protocol):
@@ -228,7 +228,11 @@ class Game:
         return self.winner
 
 
+def side_of(role: str) -> str:
+    """The side a role plays for: WEREWOLVES_WIN or VILLAGE_WIN (the winner a game names when that side wins)."""
+    return WEREWOLVES_WIN if role == WEREWOLF else VILLAGE_WIN
+
+
 def reward_for(role: str, winner: str) -> float:
     """1 when the player's side won, 0 otherwise (a draw pays nobody)."""
-    side = WEREWOLVES_WIN if role == WEREWOLF else VILLAGE_WIN
-    return 1.0 if winner == side else 0.0
+    return 1.0 if winner == side_of(role) else 0.0

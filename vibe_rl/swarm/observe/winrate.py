@@ -4,7 +4,8 @@ An eval episode (`eval=True`: held-out seeds, served by the current weights, nev
 its outcome in its end metadata under `win` (`WIN_KEY`): True when the trainable side won, False when it
 lost or drew; an episode whose metadata has no bool `win` counts in `eval/episodes` and
 `eval/reward_mean` but not in the win rate. The templates set it (Who-is-Spy: `winner == role`;
-Werewolves: the trainable team's side won; a draw is not a win).
+Werewolves: the side of the episode's trainable team won; turn_based: the learner's seat won; a draw is
+not a win).
 
 The interval is Wilson's score interval, not the normal (Wald) one: it stays inside [0, 1] and keeps
 its coverage for the small eval rounds and the rates near 0 or 1 that games produce. With k wins in n
