@@ -193,6 +193,9 @@ def test_each_open_episodes_takes_only_its_own_kind_of_client(pair):
                 with pytest.raises(NotAnEpisodeError, match="async with open_async_episodes"):
                     with open_async_episodes({"a": a1}, Task(task_id="x")):
                         pass
+                with pytest.raises(NotAnEpisodeError, match="uses AsyncSwarmClient"):
+                    async with open_episodes({"a": a1}, Task(task_id="x")):
+                        pass
                 with pytest.raises(NotAnEpisodeError):
                     open_async_episodes({"a": a1}, Task(task_id="x"))["a"]
                 assert c1.status().running_count == running_before  # nothing began

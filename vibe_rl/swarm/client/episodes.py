@@ -171,6 +171,14 @@ class _Block(contextlib.AbstractContextManager):
     def __exit__(self, *exc: Any) -> Any:
         return self._manager.__exit__(*exc)
 
+    async def __aenter__(self) -> Any:
+        raise NotAnEpisodeError(f"{self._what} is SwarmClient's, for a plain `with`; nothing has begun. asyncio code "
+                                "uses AsyncSwarmClient: `async with swarm.episode(task)` / `async with "
+                                "open_async_episodes(...)`.")
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
     def _misuse(self, name: str) -> NotAnEpisodeError:
         return NotAnEpisodeError(f"{self._what} is a context manager, not the episode (asked for {name}); nothing has "
                           f"begun. Write `with {self._what} as ep:` ... `ep.end(reward)`, or {self._instead}.")
