@@ -1,6 +1,7 @@
 """docs/client.md stays true: its job table is the schema's, and its snippets, pasted into a fresh file,
 train the tiny model on a real server to global step 3 with rewards that vary, leaving the checkpoint
-that its export section names; the asyncio client's block trains it to global step 1."""
+that its export section names; the asyncio client's block trains it to global step 1, and its block of one
+game on two servers trains both to step 1."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from vibe_rl.swarm import SwarmClient
 DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 
 
-def client_snippets(title: str = "Write a client") -> str:
-    """The python blocks of the section `## <title>`, joined into one script."""
-    section = DOC.read_text(encoding="utf-8").split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+def client_snippets(title: str = "Write a client", level: str = "##") -> str:
+    """The python blocks of the section `## <title>` (or `### <title>`, with `level`) up to the next heading of
+    any level, joined into one script."""
+    section = re.split(r"\n##+ ", DOC.read_text(encoding="utf-8").split(f"\n{level} {title}\n", 1)[1], maxsplit=1)[0]
     return "\n\n".join(re.findall(r"^```python\n(.*?)^```", section, re.M | re.S))
 
 
@@ -78,6 +80,41 @@ def test_the_asyncio_client_of_the_doc_trains_one_update(tmp_path, tiny_model_di
             assert status.global_step == 1 and status.running_count == 0
     finally:
         server.stop()
+
+
+def test_the_asyncio_game_on_two_servers_of_the_doc_is_stored_on_both(tmp_path, tiny_model_dir):
+    """The block of `open_async_episodes`, run as a file against two servers: each stores its team's four
+    episodes (one per game, the rewards of a game adding up to 1) and trains its model once."""
+    import time
+
+    from vibe_rl.swarm.observe.traces import TraceReader
+
+    script = tmp_path / "two_servers.py"
+    script.write_text(client_snippets("One game on several servers, from asyncio", level="###"))
+    assert "async with open_async_episodes(" in script.read_text() and "await eps.end(" in script.read_text()
+    servers: list[Server] = []
+    try:
+        for name in ("civilians", "spies"):
+            servers.append(Server(tmp_path / name).start())
+        done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={**os.environ, "VIBE_RL_SWARM_URL": servers[0].url,
+                                                "VIBE_RL_SWARM_URL_2": servers[1].url})
+        assert done.returncode == 0, done.stderr[-3000:] + "".join(s.output() for s in servers)
+        assert "4 games, the civilians won" in done.stdout, done.stdout
+        rewards: list[float] = []
+        for server in servers:
+            episodes = TraceReader(server.exp_dir).episodes()
+            assert [e["task_id"] for e in episodes] == ["0"] * 4, episodes
+            rewards += [e["reward"] for e in episodes]
+            with SwarmClient(server.url) as swarm:
+                deadline = time.monotonic() + 180  # a guard against hanging, not a speed assertion
+                while swarm.status().global_step < 1:
+                    assert time.monotonic() < deadline, "no update within the guard" + server.output()
+                    time.sleep(0.2)
+        assert sum(rewards) == 4.0 and all(r in (0.0, 1.0) for r in rewards)  # one winning team per game
+    finally:
+        for server in servers:
+            server.stop()
 
 
 def test_the_plain_http_client_of_the_doc_trains_two_updates(tmp_path, tiny_model_dir):

@@ -16,6 +16,7 @@ The server is `vibe_rl.swarm.server.app`.
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.schema.task_data import TaskColumns, load_tasks
 from vibe_rl.swarm.client.async_client import AsyncEpisode, AsyncSwarmClient
+from vibe_rl.swarm.client.async_episodes import AsyncEpisodes, open_async_episodes
 from vibe_rl.swarm.client.episodes import Episode, Episodes, NotAnEpisodeError, open_episodes
 from vibe_rl.swarm.client.groups import Group, play_groups, schedule_groups
 from vibe_rl.swarm.client.inflight import InFlightReport, run_in_flight
@@ -25,6 +26,7 @@ from vibe_rl.swarm.client.sync_client import SwarmClient, SwarmHTTPError
 
 __all__ = [
     "AsyncEpisode",
+    "AsyncEpisodes",
     "AsyncSwarmClient",
     "Episode",
     "Episodes",
@@ -41,6 +43,7 @@ __all__ = [
     "TrainJob",
     "WorkflowOutput",
     "load_tasks",
+    "open_async_episodes",
     "open_episodes",
     "play_groups",
     "run_in_flight",

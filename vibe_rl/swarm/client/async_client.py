@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,8 @@ import httpx
 
 from vibe_rl.errors import SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
-from vibe_rl.swarm.client.episodes import EpisodeCredentials, NotAnEpisodeError, end_output, log_failed_abort
+from vibe_rl.swarm.client.episodes import EpisodeCredentials, NotAnEpisodeError, log_aborted, log_failed_abort
+from vibe_rl.swarm.client.outputs import end_output
 from vibe_rl.swarm.client.sync_client import _Transport
 from vibe_rl.swarm.protocol import EngineStatus, Update
 
@@ -179,10 +181,11 @@ class AsyncSwarmClient(_Transport):
 
     async def _abort_quietly(self, uuid: str, late: bool = False) -> None:
         try:
-            await self.abort_episode(uuid)
+            result = await self.abort_episode(uuid)
         except Exception as exc:  # noqa: BLE001 (a background call: its failure is logged, never lost in a task)
             log_failed_abort(uuid, exc)
             return
+        log_aborted(uuid, result)
         if late:
             self.late_aborts += 1
             log.debug("aborted episode %s, opened by a begin that was cancelled", uuid)
@@ -198,6 +201,21 @@ class AsyncSwarmClient(_Transport):
                                   episode_uuid=episode_uuid)
         self._episode_keys.pop(episode_uuid, None)
         return result
+
+    async def prepare_episode(self, task: Task, episode_uuid: str, workflow_output: WorkflowOutput, txn: str,
+                              peers: Sequence[dict[str, str]]) -> dict[str, Any]:
+        """SwarmClient's first phase of a multi-server end (`POST /episode/prepare`; `await eps.end` of
+        `open_async_episodes` sends it). A cancelled prepare may or may not have reached the server: abort the
+        episode (as `eps.end` does), and the server settles it with its peers."""
+        body = self._prepare_body(task, episode_uuid, workflow_output, txn, peers)
+        return await self._call("POST", "/episode/prepare", body, wait_busy=True, episode_uuid=episode_uuid)
+
+    async def commit_episode(self, episode_uuid: str, txn: str) -> dict[str, Any]:
+        """SwarmClient's second phase (`POST /episode/commit`): stored and pooled, as an end (a dict of
+        `EndEpisodeResponse`'s fields). A commit that never arrives is made by the server itself (twophase.py)."""
+        body = self._commit_body(episode_uuid, txn)
+        return self._ended(episode_uuid, await self._call("POST", "/episode/commit", body, wait_busy=True,
+                                                          episode_uuid=episode_uuid))
 
 
 class AsyncEpisode(EpisodeCredentials):
@@ -233,7 +251,33 @@ class AsyncEpisode(EpisodeCredentials):
             await client.close()
 
 
-class AsyncEpisodeBlock:
+class AsyncBlock:
+    """An `async with` block that begins nothing before it is entered: used as the episode itself, or with a
+    plain `with`, it raises NotAnEpisodeError saying how to write it (`open_async_episodes` is one too)."""
+
+    WHAT = "swarm.episode(task) of an AsyncSwarmClient"
+    WRITE = "`async with swarm.episode(task) as ep:` ... `await ep.end(reward)`, or `ep = await swarm.begin(task)`"
+
+    def _misuse(self, what: str) -> NotAnEpisodeError:
+        return NotAnEpisodeError(f"{self.WHAT} is an async context manager, not the episode ({what}); nothing has "
+                                 f"begun. Write {self.WRITE}.")
+
+    def __enter__(self) -> Any:
+        raise self._misuse("used with `with`")
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise self._misuse(f"asked for .{name}")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise self._misuse(f"asked for [{key!r}]")
+
+
+class AsyncEpisodeBlock(AsyncBlock):
     """What `AsyncSwarmClient.episode` returns: `async with` it; nothing begins before that."""
 
     def __init__(self, client: AsyncSwarmClient, task: Task | dict, timeout: float | None, eval: bool,
@@ -253,19 +297,3 @@ class AsyncEpisodeBlock:
         if exc_type is None:
             raise SwarmError(f"An episode left the `async with` block without end(reward) (task {ep.task.task_id}); "
                              "it was aborted. Call `await ep.end(reward)` (or `await ep.abort()`) inside the block.")
-
-    def _misuse(self, what: str) -> NotAnEpisodeError:
-        return NotAnEpisodeError(f"swarm.episode(task) of an AsyncSwarmClient is an async context manager, not the "
-                                 f"episode ({what}); nothing has begun. Write `async with swarm.episode(task) as ep:` "
-                                 "... `await ep.end(reward)`, or `ep = await swarm.begin(task)`.")
-
-    def __enter__(self) -> Any:
-        raise self._misuse("used with `with`")
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        raise self._misuse(f"asked for .{name}")

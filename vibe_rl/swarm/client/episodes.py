@@ -23,6 +23,7 @@ reported is a bug in the client, not something to skip silently.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.extras import require
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, WorkflowOutput
+from vibe_rl.swarm.client.outputs import checked_outputs, end_output
 
 if TYPE_CHECKING:
     from vibe_rl.swarm.protocol import EndEpisodeResponse
@@ -99,17 +101,14 @@ class Episode(EpisodeCredentials):
         except SwarmError as exc:  # gone already (410/404), or the server is unreachable
             log_failed_abort(self.uuid, exc)
             return
-        if isinstance(result, dict) and result.get("outcome") == "committed":  # a prepared one (twophase.py)
-            log.warning("episode %s was not aborted: every episode of its game had prepared, so the game "
-                        "committed on every server", self.uuid)
+        log_aborted(self.uuid, result)
 
 
-def end_output(reward: float | WorkflowOutput, metadata: dict[str, Any] | None) -> WorkflowOutput:
-    """What `ep.end(reward, metadata)` sends: a WorkflowOutput (one given with `metadata` is a ConfigError)."""
-    if isinstance(reward, WorkflowOutput) and metadata is not None:
-        raise ConfigError("ep.end got a WorkflowOutput and a metadata argument; the metadata would be lost. "
-                          "Pass ep.end(WorkflowOutput(reward=r, metadata={...})) or ep.end(r, {...}).")
-    return reward if isinstance(reward, WorkflowOutput) else WorkflowOutput(reward=reward, metadata=metadata or {})
+def log_aborted(episode_uuid: str, result: Any) -> None:
+    """An abort of a prepared episode (twophase.py) whose game had prepared everywhere committed instead."""
+    if isinstance(result, dict) and result.get("outcome") == "committed":
+        log.warning("episode %s was not aborted: every episode of its game had prepared, so the game "
+                    "committed on every server", episode_uuid)
 
 
 def log_failed_abort(episode_uuid: str, exc: Exception) -> None:
@@ -127,16 +126,7 @@ class Episodes(dict[str, Episode]):
         """End every episode with its own output; a name without an output is an error (nothing is sent).
         Episodes on several servers end together, in two phases (`twophase.end_together`): the game is
         recorded on every server or on none; on one server each ends in one step."""
-        missing, unknown = sorted(set(self) - set(outputs)), sorted(set(outputs) - set(self))
-        if missing or unknown:  # nothing is sent: a misspelt name must not leave an episode without its reward
-            raise SwarmError(f"eps.end needs exactly one output per episode name {sorted(self)}; "
-                             + (f"missing {missing}" if missing else "") + ("; " if missing and unknown else "")
-                             + (f"unknown {unknown}" if unknown else "") + ".")
-        # every output is checked (and its metadata turned into JSON) before any episode ends: a bad reward of
-        # the second team must not leave the first team's episode stored while the second one is aborted
-        checked = {name: _as_output(outputs[name]) for name in self}
-        for episode in self.values():
-            as_json(episode.task, "the task")
+        checked = checked_outputs(self, outputs)
         from vibe_rl.swarm.client import twophase
 
         if len({twophase.server_of(ep) for ep in self.values()}) > 1:
@@ -145,42 +135,6 @@ class Episodes(dict[str, Episode]):
             log.warning("eps.end: a client of these episodes has no prepare_episode/commit_episode, so they end "
                         "one after the other (not atomically)")
         return {name: episode.end(checked[name]) for name, episode in self.items()}
-
-
-def _as_output(value: float | WorkflowOutput) -> WorkflowOutput:
-    output = value if isinstance(value, WorkflowOutput) else WorkflowOutput(reward=value)
-    as_json(output, "ep.end's metadata")
-    return output
-
-
-def _non_json(value: Any, path: str) -> tuple[str, Any] | None:
-    """The first value under `value` that has no JSON form, with its path (None when all do)."""
-    if isinstance(value, Mapping):
-        items = value.items()
-    elif isinstance(value, (list, tuple)):
-        items = enumerate(value)
-    elif value is None or isinstance(value, (str, int, float, bool)):
-        return None
-    else:
-        return path, value
-    for key, item in items:
-        found = _non_json(item, f"{path}[{key!r}]")
-        if found:
-            return found
-    return None
-
-
-def as_json(model: Any, what: str) -> dict[str, Any]:
-    """`model.model_dump(mode="json")`, or a ConfigError that names the value with no JSON form and the fix."""
-    from pydantic_core import PydanticSerializationError
-
-    try:
-        return model.model_dump(mode="json")
-    except PydanticSerializationError as exc:
-        found = _non_json(model.metadata, "metadata")
-        where = f"{found[0]} is a {type(found[1]).__module__}.{type(found[1]).__name__}" if found else str(exc)
-        raise ConfigError(f"{what} must be JSON: {where}. Convert it before sending: NumPy arrays with .tolist(), "
-                          "NumPy numbers with float() / int(), other objects with str() or a dict.") from None
 
 
 @contextlib.contextmanager
@@ -216,6 +170,14 @@ class _Block(contextlib.AbstractContextManager):
 
     def __exit__(self, *exc: Any) -> Any:
         return self._manager.__exit__(*exc)
+
+    async def __aenter__(self) -> Any:
+        raise NotAnEpisodeError(f"{self._what} is SwarmClient's, for a plain `with`; nothing has begun. asyncio code "
+                                "uses AsyncSwarmClient: `async with swarm.episode(task)` / `async with "
+                                "open_async_episodes(...)`.")
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
 
     def _misuse(self, name: str) -> NotAnEpisodeError:
         return NotAnEpisodeError(f"{self._what} is a context manager, not the episode (asked for {name}); nothing has "
@@ -267,16 +229,30 @@ def group_keys(servers: Mapping[str, EpisodeServer], tasks: Mapping[str, Task],
     return {name: f"{base[name]}/{name}" if name in mixed else group for name in servers}
 
 
-@contextlib.contextmanager
-def _open_episodes(servers: Mapping[str, EpisodeServer], task: Task | Mapping[str, Task], timeout: float | None = None,
-                   eval: bool = False, group: str | None = None) -> Iterator[Episodes]:
+def game_tasks(servers: Mapping[str, Any], task: Task | Mapping[str, Task], group: str | None,
+               coroutines: bool = False) -> tuple[dict[str, Task], dict[str, str | None]]:
+    """Each name's task and GRPO group key (`group_keys`), checked before any episode begins, as are the clients:
+    asyncio ones (`coroutines`: open_async_episodes) or not (open_episodes)."""
+    wrong = sorted(name for name, client in servers.items()
+                   if inspect.iscoroutinefunction(getattr(client, "begin", None)) != coroutines)
+    if wrong:
+        raise ConfigError(f"open_async_episodes takes AsyncSwarmClients; {wrong} are not: use `with "
+                          "open_episodes(...) as eps:` ... `eps.end(...)` for SwarmClients." if coroutines else
+                          f"open_episodes takes SwarmClients; {wrong} are asyncio clients: use `async with "
+                          "open_async_episodes(...) as eps:` ... `await eps.end(...)` for AsyncSwarmClients.")
     tasks = task if isinstance(task, Mapping) and not isinstance(task, Task) else dict.fromkeys(servers, task)
     missing = sorted(set(servers) - set(tasks))
-    if missing:  # checked before any episode begins
+    if missing:
         raise ConfigError(f"open_episodes got no task for {missing}; pass one Task, or one per name in "
                           f"{sorted(servers)}.")
     tasks = {name: t if isinstance(t, Task) else Task.model_validate(t) for name, t in tasks.items()}
-    keys = group_keys(servers, tasks, group)
+    return tasks, group_keys(servers, tasks, group)
+
+
+@contextlib.contextmanager
+def _open_episodes(servers: Mapping[str, EpisodeServer], task: Task | Mapping[str, Task], timeout: float | None = None,
+                   eval: bool = False, group: str | None = None) -> Iterator[Episodes]:
+    tasks, keys = game_tasks(servers, task, group)
     opened = Episodes()
     try:
         for name, client in servers.items():

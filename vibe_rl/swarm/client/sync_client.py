@@ -46,8 +46,9 @@ from vibe_rl.config import unknown_keys
 from vibe_rl.errors import ConfigError, SwarmError
 from vibe_rl.schema import OpenaiBaseUrlAndApiKey, Task, TrainJob, WorkflowOutput
 from vibe_rl.swarm.auth import client_token
-from vibe_rl.swarm.client.episodes import Episode, as_json, open_episode
+from vibe_rl.swarm.client.episodes import Episode, open_episode
 from vibe_rl.swarm.client.groups import Group, schedule_groups
+from vibe_rl.swarm.client.outputs import as_json
 from vibe_rl.swarm.protocol import EngineStatus, Update
 
 log = logging.getLogger("vibe_rl.swarm.client")
@@ -208,6 +209,17 @@ class _Transport:
         return {"episode_uuid": episode_uuid, "task": as_json(task, "the task"),
                 "output": as_json(workflow_output, "ep.end's metadata")}
 
+    @classmethod
+    def _prepare_body(cls, task: Task, episode_uuid: str, workflow_output: WorkflowOutput, txn: str,
+                      peers: Sequence[dict[str, str]]) -> dict[str, Any]:
+        """`POST /episode/prepare`'s body (`PrepareEpisodeRequest`): an end's body, the txn and every peer."""
+        return {**cls._end_body(task, episode_uuid, workflow_output), "txn": txn, "peers": list(peers)}
+
+    @staticmethod
+    def _commit_body(episode_uuid: str, txn: str) -> dict[str, Any]:
+        """`POST /episode/commit`'s body (`TxnEpisodeRequest`)."""
+        return {"episode_uuid": episode_uuid, "txn": txn}
+
     def _ended(self, episode_uuid: str, result: dict[str, Any]) -> dict[str, Any]:
         self._episode_keys.pop(episode_uuid, None)
         if result.get("warning"):  # e.g. no LLM call went through the episode's key: nothing of it is trained
@@ -339,12 +351,12 @@ class SwarmClient(_Transport):
         """The first phase of a multi-server end (`POST /episode/prepare`; `eps.end` sends it): the server holds the
         reward and closes the episode to calls. `peers`: every episode of the transaction as {url, episode_uuid,
         api_key}. Idempotent for the same txn and reward (retried on connection errors)."""
-        body = {**self._end_body(task, episode_uuid, workflow_output), "txn": txn, "peers": list(peers)}
+        body = self._prepare_body(task, episode_uuid, workflow_output, txn, peers)
         return self._call("POST", "/episode/prepare", body, wait_busy=True, episode_uuid=episode_uuid)
 
     def commit_episode(self, episode_uuid: str, txn: str) -> dict[str, Any]:
         """The second phase (`POST /episode/commit`): the prepared episode is stored and pooled, as an end; the
         `EndEpisodeResponse` fields as a dict. Idempotent (a repeat, or one the server settled: already_ended)."""
-        body = {"episode_uuid": episode_uuid, "txn": txn}
+        body = self._commit_body(episode_uuid, txn)
         return self._ended(episode_uuid, self._call("POST", "/episode/commit", body, wait_busy=True,
                                                     episode_uuid=episode_uuid))

@@ -13,6 +13,9 @@ prepared one settles with its peers at once (it aborts, unless every episode had
 game commits everywhere, and the abort logs a warning saying so). Once all are prepared the game is decided:
 a commit that does not arrive (the client died, a server was unreachable) is made by that server itself after
 its `--prepared-timeout`, when it asks its peers.
+
+`vibe_rl.swarm.client.async_episodes` is the same end for AsyncSwarmClient; the pure parts (the transaction
+and its peers, the abort order, the commit failure) are shared from here.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ log = logging.getLogger("vibe_rl.swarm.episodes")
 
 
 class TwoPhaseServer(Protocol):
-    """What a server's client needs for `end_together` (SwarmClient fits): its root URL, prepare and commit."""
+    """What a server's client needs for `end_together` (SwarmClient fits; AsyncSwarmClient's are coroutines):
+    its root URL, prepare and commit."""
 
     url: str
 
@@ -65,21 +69,42 @@ def can_end_together(episodes: Mapping[str, Episode]) -> bool:
                for ep in episodes.values() for name in ("prepare_episode", "commit_episode"))
 
 
+def transaction(episodes: Mapping[str, Episode]) -> tuple[str, list[dict[str, str]]]:
+    """A fresh transaction id and the peers every prepare carries: each episode's server URL, id and own key."""
+    peers = [{"url": ep.client.url, "episode_uuid": ep.uuid, "api_key": ep.api_key} for ep in episodes.values()]
+    return secrets.token_hex(16), peers
+
+
+def abort_order(episodes: Mapping[str, Episode], prepared: list[str]) -> list[str]:
+    """The names to abort after a failed prepare: those not prepared first; then each prepared one, asking its
+    peers, finds them aborted and aborts."""
+    return [n for n in episodes if n not in prepared] + prepared
+
+
+def commit_failed(txn: str, failed: Mapping[str, Exception]) -> SwarmError:
+    """The error of commits that failed after every episode was prepared (the game commits anyway)."""
+    return SwarmError(f"eps.end: every episode was prepared (transaction {txn}), so the game commits on every "
+                      f"server, but the commit of {sorted(failed)} failed: "
+                      + "; ".join(f"{name}: {exc}" for name, exc in failed.items())
+                      + ". A server that missed its commit commits by itself after its --prepared-timeout (it "
+                      "asks its peers); one that restarted since the prepare has lost its episode. Check those "
+                      "servers' status (pool.completed_episodes); nothing needs to be sent again.")
+
+
 def end_together(episodes: Mapping[str, Episode],
                  outputs: Mapping[str, WorkflowOutput]) -> dict[str, EndEpisodeResponse]:
-    """Prepare every episode, then commit each (module doc); outputs are already checked (`Episodes.end`)."""
+    """Prepare every episode, then commit each (module doc); outputs are already checked (`Episodes.end`).
+    `async_episodes.end_together` is the same for AsyncSwarmClient."""
     from vibe_rl.swarm.protocol import EndEpisodeResponse
 
-    txn = secrets.token_hex(16)
-    peers = [{"url": ep.client.url, "episode_uuid": ep.uuid, "api_key": ep.api_key} for ep in episodes.values()]
+    txn, peers = transaction(episodes)
     prepared: list[str] = []
     try:
         for name, ep in episodes.items():
             ep.client.prepare_episode(ep.task, ep.uuid, outputs[name], txn, peers)
             prepared.append(name)
     except BaseException:
-        # those not prepared first: then each prepared one, asking its peers, finds them aborted and aborts
-        for name in [n for n in episodes if n not in prepared] + prepared:
+        for name in abort_order(episodes, prepared):
             episodes[name].abort()
         raise
     for ep in episodes.values():  # decided: every server commits, by this client's commit or by itself
@@ -92,10 +117,5 @@ def end_together(episodes: Mapping[str, Episode],
         except SwarmError as exc:
             failed[name] = exc
     if failed:
-        raise SwarmError(f"eps.end: every episode was prepared (transaction {txn}), so the game commits on every "
-                         f"server, but the commit of {sorted(failed)} failed: "
-                         + "; ".join(f"{name}: {exc}" for name, exc in failed.items())
-                         + ". A server that missed its commit commits by itself after its --prepared-timeout (it "
-                         "asks its peers); one that restarted since the prepare has lost its episode. Check those "
-                         "servers' status (pool.completed_episodes); nothing needs to be sent again.")
+        raise commit_failed(txn, failed)
     return results
