@@ -16,9 +16,8 @@ import re
 from vibe_rl.errors import PlannerError
 from vibe_rl.planner.common import (
     constraints,
-    first_given,
+    first_server,
     game_parameter,
-    no_model_path,
     planned_modes,
     reward,
     short_name,
@@ -427,21 +426,6 @@ def teams_for(trainable: list[str], static: list[str], static_name: str, copy: l
     return teams
 
 
-def gpus(facts: Facts, notes: list[str]) -> tuple[int, int]:
-    """(GPUs of server1, total)."""
-    g = facts.gpus
-    total = facts.use(g.total)
-    server = first_given(facts.use(g.mode_per_server.get("agent_roll")),
-                         facts.use(facts.servers[0].gpus if 0 in facts.servers else None), facts.use(g.per_server))
-    if server is None:
-        server = 1 if total is None else total
-        notes.append(f"No GPU count for server1: using {server}" + (" (the total)." if total else "."))
-    if total is None:
-        total = server
-        notes.append(f"No total GPU count given: the node needs {total}.")
-    return server, total
-
-
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     seats = role_table(facts, notes, manifest)
@@ -468,16 +452,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     if copy and model.name != COPY:
         notes.append(f"The {_and([PLURAL.get(r, r + 's') for r in copy])} play '{COPY}', a frozen local copy of the trainable model, as the spec "
                      f"says; the other static roles play {model.name}.")
-    first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
-    model_path = facts.use(first) or "tiny"
-    if first is None:
-        no_model_path(facts, notes)
-    server_gpus, total = gpus(facts, notes)
-    port = facts.use(facts.servers[0].port if 0 in facts.servers and facts.servers[0].port else
-                     (facts.ports[0] if facts.ports else None))
-    if port is None:
-        port = 10086
-        notes.append("No port given: server1 on 10086.")
+    model_path, port, server_gpus, total = first_server(facts, notes)
     if len([t for t in teams if t.model == "server1"]) > 1:
         notes.append("The trainable teams sit on opposite sides: each game opens one episode per team on server1, "
                      "rewarded for that team's side (GRPO groups '<seed>-<team>').")

@@ -188,6 +188,29 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
                      f"http://HOST:PORT/v1').")
 
 
+def first_server(facts: Facts, notes: list[str]) -> tuple[str, int, int, int]:
+    """(model path, port, GPUs, total GPUs) of a family's one server, server1: each as the spec says it of server
+    1 (or of no server), else its default, noted: 'tiny', 1 GPU (the total when one is given), port 10086; the
+    node's total is server1's GPUs unless the spec gives one."""
+    first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
+    path = facts.use(first) if first is not None else no_model_path(facts, notes)
+    own, g = facts.servers.get(0), facts.gpus
+    total = facts.use(g.total)
+    gpus = first_given(facts.use(g.mode_per_server.get("agent_roll")), facts.use(own.gpus if own else None),
+                       facts.use(g.per_server))
+    if gpus is None:
+        gpus = 1 if total is None else total
+        notes.append(f"No GPU count for server1: using {gpus}" + (" (the total)." if total else "."))
+    if total is None:
+        total = gpus
+        notes.append(f"No total GPU count given: the node needs {total}.")
+    port = facts.use(own.port if own and own.port else (facts.ports[0] if facts.ports else None))
+    if port is None:
+        port = 10086
+        notes.append("No port given: server1 on 10086.")
+    return path, port, gpus, total
+
+
 def no_model_path(facts: Facts, notes: list[str], server: str = "") -> str:
     """The path of a trainable model the spec does not name ('tiny'), with a note that says what to do."""
     if server and not facts.model_size:

@@ -14,12 +14,11 @@ from typing import Any
 
 from vibe_rl.planner.counts import read_count
 from vibe_rl.planner.fields import read_fields, unplaced_notes
-from vibe_rl.planner.servers import GpuFacts, ServerFacts, gpu_facts, server_facts
+from vibe_rl.planner.servers import MODES, GpuFacts, ServerFacts, gpu_facts, server_facts
 from vibe_rl.planner.statics import judge_context, mentions, static_models
 from vibe_rl.planner.text import MODEL_NAME, Found, SpecText
 from vibe_rl.schema.job import StaticModel
 
-MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 # English words whole: "close" holds no "lose", "twins" no "wins"
 WIN_WORDS = r"胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
 LOSS_WORDS = r"[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b|\bothers(?=\s*[:：=]?\s*[-+]?\d)"

@@ -26,7 +26,7 @@ PER_SERVER = (r"\beach\b|\bper\s+(?:swarm\s+)?server\b|apiece|分别|各(?:自|�
 EACH_SERVER = (r"each (?:swarm )?server|every server|per (?:swarm )?server|每(?:个|台)?\s*(?:swarm\s*)?(?:server|服务器)|每台"
                r"|(?:两|2|both)\s*(?:个|台)?\s*(?:swarm\s*)?(?:servers?|服务器)\s*(?:各|each|分别)|both servers")
 TOTAL = r"in total|\btotal\b|in all|altogether|总共|一共|共计?|总计|合计"
-MODE_WORDS = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
+MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 
 
 @dataclass
@@ -184,7 +184,7 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
     claimed = {s.gpus.start for s in (servers or {}).values() if s.gpus is not None}
     for start, end in src.clauses():
         clause = src.text[start:end]
-        mode = next((name for name, words in MODE_WORDS.items() if re.search(words, clause, re.I)), None)
+        mode = next((name for name, words in MODES.items() if re.search(words, clause, re.I)), None)
         servers_named = len(re.findall(SERVER, clause, re.IGNORECASE))
         counts = list(re.finditer(GPU, clause, re.IGNORECASE))
         for m in counts:
