@@ -75,10 +75,6 @@ class Facts:
         read again."""
         return read_count(self.src, patterns, self.claimed)
 
-    @property
-    def model_path(self) -> str | None:
-        return self.model_paths[0].value if self.model_paths else None
-
     def server_path(self, index: int) -> Found | None:
         s = self.servers.get(index)
         return s.path if s else None

@@ -32,6 +32,10 @@ from vibe_rl.scaffold.families import Manifest, list_families
 from vibe_rl.schema.spec import TaskSpec
 
 RULES_FILE = "rules.py"
+# The rewrites before any rule reads the spec, in order: background blanked, layouts and misspellings as prose,
+# unsupported asks refused, then count, number, node and correction phrasings as plain values
+REWRITES = (blank_background, expand_terse, fix_typos, check_supported, rewrite_counts, rewrite_scientific,
+            rewrite_grouped, rewrite_nodes, apply_corrections)
 HOW_TO_GO_FURTHER = (
     "To go further: render the generic skeleton with `--family turn_based` and write its rules module, use an "
     "LLM planner (`--planner openai` with OPENAI_API_KEY, or `--planner anthropic` with ANTHROPIC_API_KEY), or "
@@ -128,18 +132,10 @@ class OfflinePlanner:
     def plan(self, text: str, family: str | None = None) -> TaskSpec:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
-        text, past = blank_background(text)
-        text, layout = expand_terse(text)
-        text, notes = fix_typos(text)
-        notes[:0] = past + layout
-        check_supported(text)
-        text, phrased = rewrite_counts(text)
-        notes += phrased
-        text, scientific = rewrite_scientific(text)
-        text, grouped = rewrite_grouped(text)
-        text, nodes = rewrite_nodes(text)
-        text, corrected = apply_corrections(text)
-        notes += scientific + grouped + nodes + corrected
+        notes: list[str] = []
+        for rewrite in REWRITES:  # each (text -> text, notes); check_supported refuses what no plan holds
+            text, said = rewrite(text)
+            notes += said
         families = list_families()
         if family is not None:
             chosen = next((m for m in families if m.name == family), None)

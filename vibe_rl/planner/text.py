@@ -27,13 +27,11 @@ WORD_NUMBER = rf"\b{_WORD}\b"
 CN_NUMBER = r"(?!万)[零一二两三四五六七八九十百千万]{1,7}"
 _DIGITS = r"(?<![.\d])(?<![\d.][eE]-)\d+"  # never the tail of "1e-6" or "2.5"
 NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
-SIGNED_NUM = rf"(-?{_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"  # after a field name: "batch size -4" is read, then refused
 
 _PATH = r"(?:https?://[^\s`'\"，。；）)]+|(?<![\w.])\.{0,2}/(?:[\w.-]+/)*[\w.-]+|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)"
 _ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
 MODEL_NAME = (r"(?<![\w/.-])(?!(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]+\b))(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
               r"o[134]|gemini|kimi|moonshot|doubao|ernie|hunyuan|phi-\d)[\w.-]*(?![\w/])")
-_MODEL = MODEL_NAME
 _NUMBER = r"(?<![A-Za-z0-9_.\-/])[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![A-Za-z0-9_/])"  # a CJK neighbour is a boundary
 # A number in words counts as a stated value when a unit follows it ("eight GPUs", "three are undercover",
 # "两张卡", "十六个样本"): "two servers" or "一个模型" describe the set-up and are not reported.
@@ -44,7 +42,7 @@ _WORD_VALUE = (rf"\b(?!one\b|a single\b|a pair of\b){_WORD}\b(?=[\s-]+(?:(?:of t
                rf"rollout|total)\s+)?(?:{_UNIT})\b)"
                r"|(?<![第每一])(?!一(?![零一二两三四五六七八九十百千万]))(?!万)[零一二两三四五六七八九十百千万]{1,7}(?=\s*(?:张|块|名|位|步|轮|局|天|次|条|"
                r"(?:个|种)?(?:gpu|卡|显卡|玩家|卧底|平民|狼人|村民|任务|样本|回复|rollout|prompt)))")
-TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<num>{_NUMBER}|{_WORD_VALUE})",
+TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{MODEL_NAME})|(?P<num>{_NUMBER}|{_WORD_VALUE})",
                    re.IGNORECASE)
 # Numbers that name or describe something rather than set a value: list markers, "Agent 2", "server 1",
 # "7B"-style sizes, ordinals ("第 3 轮"), ranges inside rule prose are not ignored.

@@ -41,8 +41,8 @@ ASKS = [
 ]
 
 
-def check_supported(text: str) -> None:
-    """PlannerError for the first ask of ASKS the spec makes (and does not decline)."""
+def check_supported(text: str) -> tuple[str, list[str]]:
+    """PlannerError for the first ask of ASKS the spec makes (and does not decline); else (the text, no notes)."""
     for _, pattern, why in ASKS:
         for m in re.finditer(pattern, text, re.IGNORECASE):
             line_start = text.rfind("\n", 0, m.start()) + 1
@@ -52,3 +52,4 @@ def check_supported(text: str) -> None:
             ends = [i for i in (text.find(c, m.end()) for c in "\n,，。;；") if i >= 0]
             said = text[start:min(ends or [len(text)])].strip()
             raise PlannerError(f"The spec asks for {why.format(said=said[:100])}")
+    return text, []
