@@ -19,8 +19,8 @@ from vibe_rl.schema.spec import TaskSpec
 
 PLANNERS = {
     "offline": "vibe_rl.planner.offline:OfflinePlanner",
-    "openai": "vibe_rl.planner.openai_planner:OpenAIPlanner",
-    "anthropic": "vibe_rl.planner.anthropic_planner:AnthropicPlanner",
+    "openai": "vibe_rl.planner.llm:OpenAIPlanner",
+    "anthropic": "vibe_rl.planner.llm:AnthropicPlanner",
 }
 
 
