@@ -17,14 +17,13 @@ from vibe_rl.planner.common import (
     planned_modes,
     reward,
     short_name,
-    static_endpoint,
     static_note,
+    static_opponent,
     training,
 )
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
-from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|选手|辩手|棋手|参赛者|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
@@ -148,13 +147,10 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         raise PlannerError(f"The spec seats the learner in seat {game['learner_seat']}, but the game has {seats} seats "
                            f"(0-based: 0..{seats - 1}). Name a seat below {seats}, or raise the player count.")
     model_path, port, gpus, total = first_server(facts, notes)
+    opponent = static_opponent(facts, notes, "the opponent seats")
     if facts.static_models:
-        opponent = static_endpoint(facts, facts.static_models[0][1])
         static_note(facts, opponent, notes)
     else:
-        opponent = StaticModel(name="opponent")
-        notes.append("No opponent model named: the opponent seats play 'opponent', a frozen local copy of the "
-                     "trainable model.")
         wanted = facts.src.search(SELF_PLAY, mark=False)
         if wanted:
             notes.append(f"The spec asks for self-play ({wanted.group().strip()!r}), but the turn_based skeleton "

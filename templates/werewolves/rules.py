@@ -21,8 +21,8 @@ from vibe_rl.planner.common import (
     planned_modes,
     reward,
     short_name,
-    static_endpoint,
     static_note,
+    static_opponent,
     tabled,
     training,
 )
@@ -394,17 +394,6 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
 COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
 
 
-def opponent(facts: Facts, notes: list[str]) -> StaticModel:
-    """The static model; an env var named *_BASE_URL in the spec replaces a fixed URL."""
-    if facts.static_models:
-        model = facts.static_models[0][1].model_copy()
-    else:
-        model = StaticModel(name=COPY)
-        notes.append("No static model named: the static roles play 'opponent', a frozen local copy of the "
-                     "trainable model.")
-    return static_endpoint(facts, model)
-
-
 def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str] = ()) -> list[Team]:
     """One team per trainable side (its own episode and reward) plus the static roles by side and model: the
     roles in `copy` play the frozen local copy ('opponent'), the other static roles `static_name`."""
@@ -443,7 +432,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     game = manifest.resolve_parameters(game)
     trainable, static, copy = split_roles(facts, notes, seats)
     check_table(seats, trainable)
-    model = opponent(facts, notes)
+    model = static_opponent(facts, notes, "the static roles")
     teams = teams_for(trainable, static, model.name, copy)
     statics = [m for m in (model, StaticModel(name=COPY)) if any(t.model == m.name for t in teams)]
     statics = list({m.name: m for m in statics}.values())

@@ -161,6 +161,15 @@ def static_endpoint(facts: Facts, model: StaticModel) -> StaticModel:
     return model
 
 
+def static_opponent(facts: Facts, notes: list[str], who: str) -> StaticModel:
+    """The spec's first static model (with the spec's env vars for it), else 'opponent', the frozen local copy of
+    the trainable model that `who` then play (noted)."""
+    if facts.static_models:
+        return static_endpoint(facts, facts.static_models[0][1])
+    notes.append(f"No opponent model named: {who} play 'opponent', a frozen local copy of the trainable model.")
+    return StaticModel(name="opponent")
+
+
 def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
     """Note a provider URL the planner filled in from its table of known models (the spec did not give it)."""
     if model.base_url and model.base_url not in facts.text:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.planner.counts import read_count
-from vibe_rl.planner.fields import read_fields, unplaced_notes
+from vibe_rl.planner.fields import TRAINING, unplaced_notes
 from vibe_rl.planner.servers import MODES, GpuFacts, ServerFacts, gpu_facts, server_facts
 from vibe_rl.planner.statics import judge_context, mentions, static_models
+from vibe_rl.planner.table import read
 from vibe_rl.planner.text import MODEL_NAME, Found, SpecText
 from vibe_rl.schema.job import StaticModel
 
@@ -182,7 +183,7 @@ def extract(text: str) -> Facts:
     facts = Facts(src=src, model_paths=model_paths(src))
     facts.servers, facts.ports = server_facts(src, facts.model_paths)
     facts.gpus = gpu_facts(src, facts.servers)
-    for name, value in read_fields(src, facts.notes).items():
+    for name, value in read(src, TRAINING, facts.notes, prefix="training.").items():  # conflicts noted, unmarked
         setattr(facts, name, value)
     facts.notes += unplaced_notes(src)
     facts.static_models = static_models(src)
