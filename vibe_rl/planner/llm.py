@@ -80,6 +80,18 @@ class PlannerUnavailable(PlannerError):
     """The LLM API could not be used (no connection, an HTTP error, no valid answer): fall back to offline."""
 
 
+def renderable(data: Any) -> TaskSpec:
+    """`data` as a TaskSpec that its family renders; ValueError saying what is wrong (fit to send back to an LLM)."""
+    try:
+        spec = TaskSpec.model_validate(data)
+        render_files(spec, load_family(spec.family))
+    except ValidationError as exc:
+        raise ValueError(f"the JSON does not match the TaskSpec schema: {field_errors(exc)}") from exc
+    except TemplateError as exc:
+        raise ValueError(f"the TaskSpec cannot be rendered: {exc}") from exc
+    return spec
+
+
 def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]]:
     """Validate one answer -> (the TaskSpec, its quotes); raises ValueError with a message fit to send back to
     the model. A bare TaskSpec (no "plan" key) is read as a plan without quotes."""
@@ -102,13 +114,7 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
         why = "; ".join(map(str, data.get("notes") or [])) or "no reason given"
         raise PlannerError(f"The planner found no template family for this spec ({why}). {supported_text()} "
                            f"{HOW_TO_GO_FURTHER}")
-    try:
-        spec = TaskSpec.model_validate(data)
-        render_files(spec, load_family(spec.family))
-    except ValidationError as exc:
-        raise ValueError(f"the JSON does not match the TaskSpec schema: {field_errors(exc)}") from exc
-    except TemplateError as exc:
-        raise ValueError(f"the TaskSpec cannot be rendered: {exc}") from exc
+    spec = renderable(data)
     if family is not None and spec.family != family:
         raise ValueError(f"the family must be {family} (the user chose it), not {spec.family}")
     return spec, quotes

@@ -17,9 +17,6 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from pydantic import ValidationError
-
-from vibe_rl.errors import TemplateError
 from vibe_rl.planner.background import blank_background
 from vibe_rl.planner.review import _family_span, _rows_of, _rule, _states, show
 from vibe_rl.planner.text import SpecText, strings_of
@@ -205,21 +202,11 @@ def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple[Any, str]], 
     data["notes"] = [*notes, "Values the LLM set are used only where it quotes the spec's words for them (the "
                      "review table shows the quote); the rest are the family's defaults."]
     try:
-        return _valid(data)
+        from vibe_rl.planner.llm import renderable
+
+        return renderable(data)
     except ValueError:  # the accepted values do not fit together: the family's plan, all of the LLM's listed
         rejected.extend(f"{f} = {show(v)}: the LLM's values do not fit together; the plan keeps the default"
                         for f, (v, _) in accepted.items())
         accepted.clear()
         return base.model_copy(update={"name": data["name"], "notes": data["notes"]})
-
-
-def _valid(data: dict[str, Any]) -> TaskSpec:
-    from vibe_rl.scaffold.families import load_family
-    from vibe_rl.scaffold.render import render_files
-
-    try:
-        spec = TaskSpec.model_validate(data)
-        render_files(spec, load_family(spec.family))
-    except (ValidationError, TemplateError) as exc:
-        raise ValueError(str(exc)) from exc
-    return spec
