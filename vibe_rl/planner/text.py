@@ -79,18 +79,10 @@ def to_int(word: str) -> int:
     parts = re.split(r"[ -]", word)
     if parts[0] in TENS:
         return TENS[parts[0]] + (WORDS[parts[1]] if len(parts) > 1 else 0)
-    if "万" in word:
-        head, _, rest = word.partition("万")
-        return (to_int(head) if head else 1) * 10000 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
-    if "千" in word:
-        thousands, _, rest = word.partition("千")
-        return (_CN.get(thousands, 1) if thousands else 1) * 1000 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
-    if "百" in word:
-        hundreds, _, rest = word.partition("百")
-        return (_CN.get(hundreds, 1) if hundreds else 1) * 100 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
-    if "十" in word:
-        tens, _, ones = word.partition("十")
-        return (_CN.get(tens, 1) if tens else 1) * 10 + (_CN.get(ones, 0) if ones else 0)
+    for mark, scale in (("万", 10000), ("千", 1000), ("百", 100), ("十", 10)):  # the largest first: "两万五千"
+        if mark in word:
+            head, _, rest = word.partition(mark)
+            return (to_int(head) if head else 1) * scale + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
     return int("".join(str(_CN[c]) for c in word))
 
 
