@@ -40,7 +40,6 @@ WORDS = {
 }
 NOTE_WORDS = {"reward": r"reward", "gpus": r"gpu", "port": r"port", "model_path": r"model path|directory|\btiny\b",
               "modes": r"\bmodes?\b", "roles": r"role table|seats?", "family": r"family|planned as"}
-_TRAIN_VERB = r"\btrain(?:ed|able|s|ing)?\b|训练|可训练|learns?\b"
 _TRAIN = r"train\w*|训练|可训练|learn\w*|共享|shared|server\s*\d|服务器"
 
 
