@@ -14,19 +14,17 @@ from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Training
 
 def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **defaults: Any) -> Training:
     """The Training block: the spec's numbers, else the family's defaults (each one noted)."""
-    values = {"batch_size": facts.batch_size, "grpo_n": facts.grpo_n, "lr": facts.lr, "save_freq": facts.save_freq,
-              "total_steps": facts.total_steps, "temperature": facts.temperature, "max_tokens": facts.max_tokens,
-              "max_model_len": facts.max_model_len}
     chosen = {"batch_size": batch_size, "grpo_n": grpo_n, **defaults}
     base, others = Training(), []
-    for name, value in values.items():
+    for name in Training.model_fields:
+        value = facts.training.get(name)
         if value is not None:
             chosen[name] = value
         elif name in ("batch_size", "grpo_n", "save_freq"):
             notes.append(f"No {name} given: using {chosen.get(name, getattr(base, name))}.")
         elif name not in ("total_steps", "max_model_len"):
             others.append(f"{name} {chosen.get(name, getattr(base, name)):g}")
-    limit = "" if facts.total_steps is not None else "; no step limit unless total_steps is given"
+    limit = "" if "total_steps" in facts.training else "; no step limit unless total_steps is given"
     if others:
         notes.append(f"Defaults not in the spec: {', '.join(others)}{limit}.")
     elif limit:

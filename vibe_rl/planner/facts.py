@@ -34,14 +34,7 @@ class Facts:
     servers: dict[int, ServerFacts] = field(default_factory=dict)  # 0-based server index -> its facts
     ports: list[Found] = field(default_factory=list)  # ports named outside any server clause, in order
     gpus: GpuFacts = field(default_factory=GpuFacts)
-    batch_size: int | None = None
-    grpo_n: int | None = None
-    lr: float | None = None
-    save_freq: int | None = None
-    total_steps: int | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    max_model_len: int | None = None
+    training: dict[str, Any] = field(default_factory=dict)  # the TRAINING rows the spec gives: field -> value
     model_size: str | None = None  # "7" of "a 7B model": said, though no path names the model
     win: float | None = None
     loss: float | None = None
@@ -183,8 +176,7 @@ def extract(text: str) -> Facts:
     facts = Facts(src=src, model_paths=model_paths(src))
     facts.servers, facts.ports = server_facts(src, facts.model_paths)
     facts.gpus = gpu_facts(src, facts.servers)
-    for name, value in read(src, TRAINING, facts.notes, prefix="training.").items():  # conflicts noted, unmarked
-        setattr(facts, name, value)
+    facts.training = read(src, TRAINING, facts.notes, prefix="training.")  # conflicts noted, left unmarked
     facts.notes += unplaced_notes(src)
     facts.static_models = static_models(src)
     facts.judges = [m for _, m in facts.static_models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
