@@ -77,9 +77,7 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
     """Set a manifest parameter from a found value, else from a line keyed by its own name ("max_days: 8",
     "learner_seat: 1": a spec in the plan's own words is read exactly), else note its default."""
     if found is None and name in manifest.parameters:
-        found = _keyed(facts, name)
-    if found is None and name in manifest.parameters:
-        found = tabled(facts, name, manifest, notes)
+        found = _keyed(facts, name) or tabled(facts, name, manifest, notes)
     if found is not None:
         game[name] = facts.use(found)
         facts.src.source(f"game.{name}", found.start, found.end)
