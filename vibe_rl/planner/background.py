@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 
 from vibe_rl.errors import PlannerError
+from vibe_rl.planner.text import SpecText
 
 _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|quarter)\b|\bpreviously\b|"
        r"\b(?:on|in|for|with)\s+(?:a|an|my|our|the|some)?\s*(?:other|another|different|previous|earlier|old|older|past)"
@@ -45,22 +46,10 @@ TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the)\s|\banother\b|\bago\b|\b
 # The writer comes back to this training
 NOW = re.compile(r"\bso\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
                  re.IGNORECASE)
-_SENTENCE_END = re.compile(r"\n|[!?。！？；;]|\.(?=\s|$)")
-
-
-def _sentences(text: str) -> list[tuple[int, int]]:
-    out, start = [], 0
-    for m in _SENTENCE_END.finditer(text):
-        out.append((start, m.start()))
-        start = m.end()
-    out.append((start, len(text)))
-    return [(a, b) for a, b in out if text[a:b].strip()]
-
-
 def blank_background(text: str) -> tuple[str, list[str]]:
     """(the text with background parts replaced by spaces, one note naming them)."""
     chars, parts = list(text), []
-    for start, end in _sentences(text):
+    for start, end in SpecText(text).clauses():
         marker = MARKER.search(text, start, end)
         if marker is None:
             continue

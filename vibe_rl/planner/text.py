@@ -51,7 +51,7 @@ IGNORED_NUMBER = re.compile(r"(?:agents?|智能体)\s*\d+\s*(?:和|与|、|,|&|a
                             rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
                             r"|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE | re.MULTILINE)
 REPORT_WIDTH = 80  # an unparsed entry longer than this is cut down to the part around its fact
-_CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s)")
+_CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s|$)")
 
 
 @dataclass
