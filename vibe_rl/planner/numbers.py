@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from vibe_rl.planner.servers import GPU
-from vibe_rl.planner.text import NUM, WORD_NUMBER, to_int
+from vibe_rl.planner.text import NUM, WORD_NUMBER, part_around, to_int
 
 _CN_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7",
               "八": "8", "九": "9"}
@@ -125,12 +125,6 @@ HOW = ("`vibe-rl run` starts the servers on this node only; to spread a server o
        "'Multi-GPU and multi-node').")
 
 
-def _clause(text: str, position: int) -> tuple[int, int]:
-    start = max(text.rfind(c, 0, position) for c in "\n;；。") + 1
-    ends = [i for i in (text.find(c, position) for c in "\n;；。") if i >= 0]
-    return start, min(ends or [len(text)])
-
-
 def _reading(text: str, node: re.Match, g_start: int, g_end: int, n: int, m: int) -> int | None:
     """GPUs per node for a node count and a GPU count [g_start, g_end) of one clause, or None when the wording
     does not say which."""
@@ -175,7 +169,7 @@ def _bare_per_node(text: str) -> str:
     """"GPUs: 2 nodes of 4" / "2 nodes x 8" in a clause about GPUs: the per-node number is a GPU count ("2 nodes of
     4 GPUs"), so that the node count is never read as the GPUs."""
     def unit(m: re.Match) -> str:
-        start, end = _clause(text, m.start())
+        start, end = part_around(text, m.start(), m.start(), "\n;；。")
         about_gpus = re.search(r"gpus?|显卡|卡", text[start:end], re.IGNORECASE)
         return m.group() + " GPUs" if about_gpus else m.group()
     return re.sub(rf"{NODES}\s*(?:of|with|x|×|\*)\s*{NUM}(?=\s*(?:$|[,，;；。)）\n]|\.(?!\d)))", unit, text,
@@ -217,7 +211,7 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
         n = to_int(node.group(1))
         if n < 2:
             continue
-        start, end = _clause(text, node.start())
+        start, end = part_around(text, node.start(), node.start(), "\n;；。")
         gpus = sorted(re.finditer(GPU, text[start:end], re.IGNORECASE),
                       key=lambda g: abs(start + g.start() - node.start()))
         gpus = [g for g in gpus if not (g.start() <= node.start() - start < g.end())]

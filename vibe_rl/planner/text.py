@@ -192,6 +192,12 @@ class SpecText:
         return False
 
 
+def part_around(text: str, start: int, end: int, separators: str) -> tuple[int, int]:
+    """[a, b): the part of `text` between two of the `separators` (characters) that holds [start, end)."""
+    a = max(text.rfind(c, 0, start) for c in separators) + 1
+    return a, min([i for i in (text.find(c, end) for c in separators) if i >= 0] or [len(text)])
+
+
 def _abbreviates(path: str, name: str) -> bool:
     """'Qwen2.5-3B-Instruct (/data/models/qwen2.5-3b)': the last folder of a planned path that the model name
     starts with (at least a family name and a digit) makes the name that path's, so it is not reported."""
