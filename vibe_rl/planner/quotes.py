@@ -63,17 +63,14 @@ def field_words(field: str) -> str | None:
 
 @lru_cache(maxsize=16)
 def _base_json(family: str) -> str:
+    """The family's defaults: its offline rules on a spec that names the game and nothing else (as JSON: each
+    caller gets a fresh TaskSpec)."""
     from vibe_rl.planner.offline import OfflinePlanner
     from vibe_rl.scaffold.families import load_family
 
     manifest = load_family(family)
     words = manifest.all_keywords()
     return OfflinePlanner().plan(words[0] if words else family.replace("_", " "), family=family).model_dump_json()
-
-
-def base_plan(family: str) -> TaskSpec:
-    """The family's defaults: its offline rules on a spec that names the game and nothing else."""
-    return TaskSpec.model_validate_json(_base_json(family))
 
 
 def _set(data: dict, field: str, value: Any) -> bool:
@@ -98,17 +95,12 @@ def _set(data: dict, field: str, value: Any) -> bool:
     return True
 
 
-def _raw(spec: TaskSpec) -> dict[str, Any]:
-    """field -> the raw (unformatted) value of every review row."""
-    return dict(_rows_of(spec))
-
-
 def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, list[dict[str, Any]]]:
     """(the plan with only the quoted values of `llm`, its review rows). See the module's docstring."""
-    base = base_plan(llm.family)
+    base = TaskSpec.model_validate_json(_base_json(llm.family))
     blanked, _ = blank_background(text)
     src = SpecText(blanked)
-    ours, defaults = _raw(llm), _raw(base)
+    ours, defaults = dict(_rows_of(llm)), dict(_rows_of(base))  # field -> the raw value of its review row
     accepted: dict[str, tuple[Any, str]] = {}
     rejected: list[str] = []
     spans: dict[str, tuple[int, int]] = {}
@@ -132,8 +124,7 @@ def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, l
     llm = _endpoints(llm, text, rejected)
     plan = _merge(llm, base, accepted, rejected)
     rows = []
-    final = _raw(plan)
-    for field, value in final.items():
+    for field, value in _rows_of(plan):
         if field == "family":
             span = accepted[field][1] if field in accepted else _family_span(text, value)
             rows.append({"field": field, "value": value, "from": "llm", "span": span,
