@@ -12,20 +12,18 @@ import re
 from vibe_rl.errors import PlannerError
 from vibe_rl.planner.common import (
     constraints,
-    first_given,
+    first_server,
     game_parameter,
-    no_model_path,
     planned_modes,
     reward,
     short_name,
-    static_endpoint,
     static_note,
+    static_opponent,
     training,
 )
 from vibe_rl.planner.facts import Facts, Found
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
-from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|选手|辩手|棋手|参赛者|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
@@ -148,27 +146,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     if game.get("learner_seat", -1) >= seats:
         raise PlannerError(f"The spec seats the learner in seat {game['learner_seat']}, but the game has {seats} seats "
                            f"(0-based: 0..{seats - 1}). Name a seat below {seats}, or raise the player count.")
-    first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
-    model_path = facts.use(first) or "tiny"
-    if first is None:
-        no_model_path(facts, notes)
-    g = facts.gpus
-    total = facts.use(g.total)
-    gpus = first_given(facts.use(g.mode_per_server.get("agent_roll")), facts.use(g.per_server), total)
-    if gpus is None:
-        gpus = 1
-        notes.append("No GPU count given: using 1.")
-    port = facts.use(facts.ports[0] if facts.ports else None)
-    if port is None:
-        port = 10086
-        notes.append("No port given: server1 on 10086.")
+    model_path, port, gpus, total = first_server(facts, notes)
+    opponent = static_opponent(facts, notes, "the opponent seats")
     if facts.static_models:
-        opponent = static_endpoint(facts, facts.static_models[0][1])
         static_note(facts, opponent, notes)
     else:
-        opponent = StaticModel(name="opponent")
-        notes.append("No opponent model named: the opponent seats play 'opponent', a frozen local copy of the "
-                     "trainable model.")
         wanted = facts.src.search(SELF_PLAY, mark=False)
         if wanted:
             notes.append(f"The spec asks for self-play ({wanted.group().strip()!r}), but the turn_based skeleton "
@@ -185,7 +167,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         title=f"{game['title']}: GRPO for one learner seat",
         description=(f"Train the learner seat of {game['title']} ({model_path}) against opponents played by "
                      f"{opponent.name}; the rules are in game_rules.py."),
-        gpus=first_given(total, gpus), game=manifest.resolve_parameters(game), teams=teams,
+        gpus=total, game=manifest.resolve_parameters(game), teams=teams,
         servers=[Server(name="server1", port=port, model_path=model_path, gpus=gpus, config="config.yaml",
                         url_env="VIBE_RL_SWARM_URL", static_models=[opponent.name])],
         static_models=[opponent], training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes,

@@ -16,14 +16,13 @@ import re
 from vibe_rl.errors import PlannerError
 from vibe_rl.planner.common import (
     constraints,
-    first_given,
+    first_server,
     game_parameter,
-    no_model_path,
     planned_modes,
     reward,
     short_name,
-    static_endpoint,
     static_note,
+    static_opponent,
     tabled,
     training,
 )
@@ -395,17 +394,6 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
 COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
 
 
-def opponent(facts: Facts, notes: list[str]) -> StaticModel:
-    """The static model; an env var named *_BASE_URL in the spec replaces a fixed URL."""
-    if facts.static_models:
-        model = facts.static_models[0][1].model_copy()
-    else:
-        model = StaticModel(name=COPY)
-        notes.append("No static model named: the static roles play 'opponent', a frozen local copy of the "
-                     "trainable model.")
-    return static_endpoint(facts, model)
-
-
 def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str] = ()) -> list[Team]:
     """One team per trainable side (its own episode and reward) plus the static roles by side and model: the
     roles in `copy` play the frozen local copy ('opponent'), the other static roles `static_name`."""
@@ -427,21 +415,6 @@ def teams_for(trainable: list[str], static: list[str], static_name: str, copy: l
     return teams
 
 
-def gpus(facts: Facts, notes: list[str]) -> tuple[int, int]:
-    """(GPUs of server1, total)."""
-    g = facts.gpus
-    total = facts.use(g.total)
-    server = first_given(facts.use(g.mode_per_server.get("agent_roll")),
-                         facts.use(facts.servers[0].gpus if 0 in facts.servers else None), facts.use(g.per_server))
-    if server is None:
-        server = 1 if total is None else total
-        notes.append(f"No GPU count for server1: using {server}" + (" (the total)." if total else "."))
-    if total is None:
-        total = server
-        notes.append(f"No total GPU count given: the node needs {total}.")
-    return server, total
-
-
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     seats = role_table(facts, notes, manifest)
@@ -459,7 +432,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     game = manifest.resolve_parameters(game)
     trainable, static, copy = split_roles(facts, notes, seats)
     check_table(seats, trainable)
-    model = opponent(facts, notes)
+    model = static_opponent(facts, notes, "the static roles")
     teams = teams_for(trainable, static, model.name, copy)
     statics = [m for m in (model, StaticModel(name=COPY)) if any(t.model == m.name for t in teams)]
     statics = list({m.name: m for m in statics}.values())
@@ -468,16 +441,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     if copy and model.name != COPY:
         notes.append(f"The {_and([PLURAL.get(r, r + 's') for r in copy])} play '{COPY}', a frozen local copy of the trainable model, as the spec "
                      f"says; the other static roles play {model.name}.")
-    first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
-    model_path = facts.use(first) or "tiny"
-    if first is None:
-        no_model_path(facts, notes)
-    server_gpus, total = gpus(facts, notes)
-    port = facts.use(facts.servers[0].port if 0 in facts.servers and facts.servers[0].port else
-                     (facts.ports[0] if facts.ports else None))
-    if port is None:
-        port = 10086
-        notes.append("No port given: server1 on 10086.")
+    model_path, port, server_gpus, total = first_server(facts, notes)
     if len([t for t in teams if t.model == "server1"]) > 1:
         notes.append("The trainable teams sit on opposite sides: each game opens one episode per team on server1, "
                      "rewarded for that team's side (GRPO groups '<seed>-<team>').")

@@ -102,7 +102,7 @@ def test_numbers_the_llm_left_out_are_not_understood(answer):
 
 
 def test_openai_retries_with_the_validation_error(answer):
-    from vibe_rl.planner.openai_planner import OpenAIPlanner
+    from vibe_rl.planner.llm import OpenAIPlanner
 
     bad = with_values(answer, batch_size=0)
     with ScriptedAPI(["not json at all", json.dumps(bad), "```json\n" + json.dumps(answer) + "\n```"]) as api:
@@ -116,7 +116,7 @@ def test_openai_retries_with_the_validation_error(answer):
 
 
 def test_llm_may_say_no_family_fits():
-    from vibe_rl.planner.openai_planner import OpenAIPlanner
+    from vibe_rl.planner.llm import OpenAIPlanner
 
     with ScriptedAPI([json.dumps({"plan": {"family": "none", "notes": ["this is chess"]}})]) as api:
         with pytest.raises(PlannerError, match="this is chess") as info:
@@ -125,7 +125,7 @@ def test_llm_may_say_no_family_fits():
 
 
 def test_anthropic_tool_use_with_retry_and_quotes(answer, monkeypatch):
-    from vibe_rl.planner.anthropic_planner import TOOL
+    from vibe_rl.planner.llm import TOOL
 
     bad = {**answer, "plan": {**answer["plan"], "modes": [{**answer["plan"]["modes"][0], "servers": ["nowhere"]}]}}
     with ScriptedAPI([bad, with_values(answer, grpo_n=6)]) as api:

@@ -117,3 +117,15 @@ def test_gpu_phrasings(text, total, per_mode):
     found = gpu_facts(SpecText(text))
     assert (found.total.value if found.total else None) == total
     assert {mode: f.value for mode, f in found.mode_per_server.items()} == per_mode
+
+
+def test_one_server_family_reads_what_is_said_of_server_1():
+    """werewolves and turn_based share common.first_server: the path, port and GPU count said of server 1 are
+    its own, and nothing of that clause is left not understood."""
+    spec = OfflinePlanner().plan("Nim, server 1 uses 4 GPUs on port 9100, model /m/q7b", family="turn_based")
+    server = spec.servers[0]
+    assert (server.model_path, server.port, server.gpus, spec.gpus) == ("/m/q7b", 9100, 4, 4)
+    assert spec.unparsed == []
+    spec = OfflinePlanner().plan("werewolves, the seer trains; server 1 uses 2 GPUs on port 9200")
+    assert (spec.servers[0].port, spec.servers[0].gpus, spec.gpus) == (9200, 2, 2)
+    assert any("No base model path found" in n for n in spec.notes)

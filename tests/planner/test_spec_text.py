@@ -75,7 +75,7 @@ def test_grouped_digits(text, plain):
                                         ("2机16卡", "8 GPUs"), ("两台机器，每台 8 卡", "8 GPUs"), ("单卡", "1 张卡"),
                                         ("2 nodes, 8 GPUs", "2 nodes, 8 GPUs"), ("两台服务器各四张卡", "两台服务器各四张卡")])
 def test_node_counts_become_one_nodes_gpus(text, plain):
-    from vibe_rl.planner.nodes import rewrite_nodes
+    from vibe_rl.planner.numbers import rewrite_nodes
 
     out, notes = rewrite_nodes(text)
     assert out == plain

@@ -19,8 +19,8 @@ from vibe_rl.schema.spec import TaskSpec
 
 PLANNERS = {
     "offline": "vibe_rl.planner.offline:OfflinePlanner",
-    "openai": "vibe_rl.planner.openai_planner:OpenAIPlanner",
-    "anthropic": "vibe_rl.planner.anthropic_planner:AnthropicPlanner",
+    "openai": "vibe_rl.planner.llm:OpenAIPlanner",
+    "anthropic": "vibe_rl.planner.llm:AnthropicPlanner",
 }
 
 
@@ -52,14 +52,7 @@ def plan(text: str, planner: str = "auto", name: str | None = None, family: str 
     """Plan `text`; `name` overrides the project slug; `family` skips keyword matching (the LLM is told the
     family; offline, that family's rules apply; for `turn_based` with an LLM, `vibe-rl new` then lets the LLM
     write the game's rules)."""
-    return plan_reviewed(text, planner, name, family)[0]
-
-
-def plan_reviewed(text: str, planner: str = "auto", name: str | None = None,
-                  family: str | None = None) -> tuple[TaskSpec, list[dict]]:
-    """`plan`, plus where each value came from (vibe_rl.planner.review: the rows `vibe-rl new` prints)."""
-    spec, rows, _ = plan_full(text, planner, name, family)
-    return spec, rows
+    return plan_full(text, planner, name, family)[0]
 
 
 def plan_full(text: str, planner: str = "auto", name: str | None = None,

@@ -14,19 +14,17 @@ from vibe_rl.schema.spec import Constraints, Mode, RewardScheme, Training
 
 def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **defaults: Any) -> Training:
     """The Training block: the spec's numbers, else the family's defaults (each one noted)."""
-    values = {"batch_size": facts.batch_size, "grpo_n": facts.grpo_n, "lr": facts.lr, "save_freq": facts.save_freq,
-              "total_steps": facts.total_steps, "temperature": facts.temperature, "max_tokens": facts.max_tokens,
-              "max_model_len": facts.max_model_len}
     chosen = {"batch_size": batch_size, "grpo_n": grpo_n, **defaults}
     base, others = Training(), []
-    for name, value in values.items():
+    for name in Training.model_fields:
+        value = facts.training.get(name)
         if value is not None:
             chosen[name] = value
         elif name in ("batch_size", "grpo_n", "save_freq"):
             notes.append(f"No {name} given: using {chosen.get(name, getattr(base, name))}.")
         elif name not in ("total_steps", "max_model_len"):
             others.append(f"{name} {chosen.get(name, getattr(base, name)):g}")
-    limit = "" if facts.total_steps is not None else "; no step limit unless total_steps is given"
+    limit = "" if "total_steps" in facts.training else "; no step limit unless total_steps is given"
     if others:
         notes.append(f"Defaults not in the spec: {', '.join(others)}{limit}.")
     elif limit:
@@ -79,9 +77,7 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
     """Set a manifest parameter from a found value, else from a line keyed by its own name ("max_days: 8",
     "learner_seat: 1": a spec in the plan's own words is read exactly), else note its default."""
     if found is None and name in manifest.parameters:
-        found = _keyed(facts, name)
-    if found is None and name in manifest.parameters:
-        found = tabled(facts, name, manifest, notes)
+        found = _keyed(facts, name) or tabled(facts, name, manifest, notes)
     if found is not None:
         game[name] = facts.use(found)
         facts.src.source(f"game.{name}", found.start, found.end)
@@ -161,6 +157,15 @@ def static_endpoint(facts: Facts, model: StaticModel) -> StaticModel:
     return model
 
 
+def static_opponent(facts: Facts, notes: list[str], who: str) -> StaticModel:
+    """The spec's first static model (with the spec's env vars for it), else 'opponent', the frozen local copy of
+    the trainable model that `who` then play (noted)."""
+    if facts.static_models:
+        return static_endpoint(facts, facts.static_models[0][1])
+    notes.append(f"No opponent model named: {who} play 'opponent', a frozen local copy of the trainable model.")
+    return StaticModel(name="opponent")
+
+
 def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
     """Note a provider URL the planner filled in from its table of known models (the spec did not give it)."""
     if model.base_url and model.base_url not in facts.text:
@@ -186,6 +191,29 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
                      f"api_key_env{f' ({keys[0]})' if keys else ''} for it under static_models in the config YAML "
                      f"after rendering, or give its URL in the spec ('{model.name} served at "
                      f"http://HOST:PORT/v1').")
+
+
+def first_server(facts: Facts, notes: list[str]) -> tuple[str, int, int, int]:
+    """(model path, port, GPUs, total GPUs) of a family's one server, server1: each as the spec says it of server
+    1 (or of no server), else its default, noted: 'tiny', 1 GPU (the total when one is given), port 10086; the
+    node's total is server1's GPUs unless the spec gives one."""
+    first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
+    path = facts.use(first) if first is not None else no_model_path(facts, notes)
+    own, g = facts.servers.get(0), facts.gpus
+    total = facts.use(g.total)
+    gpus = first_given(facts.use(g.mode_per_server.get("agent_roll")), facts.use(own.gpus if own else None),
+                       facts.use(g.per_server))
+    if gpus is None:
+        gpus = 1 if total is None else total
+        notes.append(f"No GPU count for server1: using {gpus}" + (" (the total)." if total else "."))
+    if total is None:
+        total = gpus
+        notes.append(f"No total GPU count given: the node needs {total}.")
+    port = facts.use(own.port if own and own.port else (facts.ports[0] if facts.ports else None))
+    if port is None:
+        port = 10086
+        notes.append("No port given: server1 on 10086.")
+    return path, port, gpus, total
 
 
 def no_model_path(facts: Facts, notes: list[str], server: str = "") -> str:

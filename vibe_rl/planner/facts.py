@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.planner.counts import read_count
-from vibe_rl.planner.fields import read_fields, unplaced_notes
-from vibe_rl.planner.servers import GpuFacts, ServerFacts, gpu_facts, server_facts
+from vibe_rl.planner.fields import TRAINING, unplaced_notes
+from vibe_rl.planner.servers import MODES, GpuFacts, ServerFacts, gpu_facts, server_facts
 from vibe_rl.planner.statics import judge_context, mentions, static_models
+from vibe_rl.planner.table import read
 from vibe_rl.planner.text import MODEL_NAME, Found, SpecText
 from vibe_rl.schema.job import StaticModel
 
-MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 # English words whole: "close" holds no "lose", "twins" no "wins"
 WIN_WORDS = r"胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
 LOSS_WORDS = r"[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b|\bothers(?=\s*[:：=]?\s*[-+]?\d)"
@@ -34,14 +34,7 @@ class Facts:
     servers: dict[int, ServerFacts] = field(default_factory=dict)  # 0-based server index -> its facts
     ports: list[Found] = field(default_factory=list)  # ports named outside any server clause, in order
     gpus: GpuFacts = field(default_factory=GpuFacts)
-    batch_size: int | None = None
-    grpo_n: int | None = None
-    lr: float | None = None
-    save_freq: int | None = None
-    total_steps: int | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    max_model_len: int | None = None
+    training: dict[str, Any] = field(default_factory=dict)  # the TRAINING rows the spec gives: field -> value
     model_size: str | None = None  # "7" of "a 7B model": said, though no path names the model
     win: float | None = None
     loss: float | None = None
@@ -75,10 +68,6 @@ class Facts:
         placed. Two different values are a PlannerError naming both; a number an earlier `find` read is not
         read again."""
         return read_count(self.src, patterns, self.claimed)
-
-    @property
-    def model_path(self) -> str | None:
-        return self.model_paths[0].value if self.model_paths else None
 
     def server_path(self, index: int) -> Found | None:
         s = self.servers.get(index)
@@ -187,8 +176,7 @@ def extract(text: str) -> Facts:
     facts = Facts(src=src, model_paths=model_paths(src))
     facts.servers, facts.ports = server_facts(src, facts.model_paths)
     facts.gpus = gpu_facts(src, facts.servers)
-    for name, value in read_fields(src, facts.notes).items():
-        setattr(facts, name, value)
+    facts.training = read(src, TRAINING, facts.notes, prefix="training.")  # conflicts noted, left unmarked
     facts.notes += unplaced_notes(src)
     facts.static_models = static_models(src)
     facts.judges = [m for _, m in facts.static_models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")

@@ -15,9 +15,8 @@ rendering; the numbers stay in `unparsed`.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from vibe_rl.planner.table import Row, read
+from vibe_rl.planner.table import Row
 from vibe_rl.planner.text import SpecText
 
 IS = r"\s*(?:of|is|=|:|：|为|是|设为|设置为|to|at)?\s*(?:(?:around|about|roughly|approximately|approx\.?|circa|~|≈|still|大约|大概|约|还是|仍是|仍然|依旧|照旧)\s*)?"
@@ -126,11 +125,6 @@ UNPLACED = [
      "Engine: the swarm server generates and trains with its own torch engine (FSDP2 across a server's GPUs); "
      "vLLM, SGLang, DeepSpeed and Megatron are not wired in (model.engine other than torch stops with an error)."),
 ]
-
-
-def read_fields(src: SpecText, notes: list[str]) -> dict[str, Any]:
-    """Every training field the spec gives (marked as understood); conflicts noted and left unmarked."""
-    return read(src, TRAINING, notes, prefix="training.")
 
 
 def unplaced_notes(src: SpecText) -> list[str]:

@@ -1,12 +1,18 @@
-"""Shared loop of the LLM planners: ask for a TaskSpec with a quote of the spec for every value it sets,
-validate it (schema, family, renderable), and on a malformed answer ask again with the validation error, a
-bounded number of times. The quotes are checked against the spec by vibe_rl.planner.quotes (a value whose
-quote is missing or not in the spec is not used). An API that cannot be reached raises PlannerUnavailable, so
-the caller can fall back to the offline reader."""
+"""The LLM planners: ask for a TaskSpec with a quote of the spec for every value it sets, validate it (schema,
+family, renderable), and on a malformed answer ask again with the validation error, a bounded number of times.
+The quotes are checked against the spec by vibe_rl.planner.quotes (a value whose quote is missing or not in the
+spec is not used). An API that cannot be reached raises PlannerUnavailable, so the caller can fall back to the
+offline reader.
+
+- `OpenAIPlanner`: the official OpenAI SDK, structured output (response_format json_schema). Env: OPENAI_API_KEY,
+  optional OPENAI_BASE_URL (any OpenAI-compatible server), VIBE_RL_PLANNER_MODEL (default gpt-4o).
+- `AnthropicPlanner`: the official Anthropic SDK, a forced tool whose input_schema is the answer's schema. Env:
+  ANTHROPIC_API_KEY, optional ANTHROPIC_BASE_URL, VIBE_RL_PLANNER_MODEL (default claude-sonnet-4-5)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from abc import ABC, abstractmethod
 from typing import Any
@@ -14,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from vibe_rl.errors import PlannerError, TemplateError, VibeRLError, field_errors
+from vibe_rl.extras import require
 from vibe_rl.scaffold.families import list_families, load_family
 from vibe_rl.scaffold.render import render_files
 from vibe_rl.schema.spec import TaskSpec
@@ -73,6 +80,18 @@ class PlannerUnavailable(PlannerError):
     """The LLM API could not be used (no connection, an HTTP error, no valid answer): fall back to offline."""
 
 
+def renderable(data: Any) -> TaskSpec:
+    """`data` as a TaskSpec that its family renders; ValueError saying what is wrong (fit to send back to an LLM)."""
+    try:
+        spec = TaskSpec.model_validate(data)
+        render_files(spec, load_family(spec.family))
+    except ValidationError as exc:
+        raise ValueError(f"the JSON does not match the TaskSpec schema: {field_errors(exc)}") from exc
+    except TemplateError as exc:
+        raise ValueError(f"the TaskSpec cannot be rendered: {exc}") from exc
+    return spec
+
+
 def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]]:
     """Validate one answer -> (the TaskSpec, its quotes); raises ValueError with a message fit to send back to
     the model. A bare TaskSpec (no "plan" key) is read as a plan without quotes."""
@@ -95,13 +114,7 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
         why = "; ".join(map(str, data.get("notes") or [])) or "no reason given"
         raise PlannerError(f"The planner found no template family for this spec ({why}). {supported_text()} "
                            f"{HOW_TO_GO_FURTHER}")
-    try:
-        spec = TaskSpec.model_validate(data)
-        render_files(spec, load_family(spec.family))
-    except ValidationError as exc:
-        raise ValueError(f"the JSON does not match the TaskSpec schema: {field_errors(exc)}") from exc
-    except TemplateError as exc:
-        raise ValueError(f"the TaskSpec cannot be rendered: {exc}") from exc
+    spec = renderable(data)
     if family is not None and spec.family != family:
         raise ValueError(f"the family must be {family} (the user chose it), not {spec.family}")
     return spec, quotes
@@ -155,3 +168,63 @@ class LLMPlanner(ABC):
 
     def _retry(self, reply: list[dict[str, Any]], error: str) -> list[dict[str, Any]]:
         return [{"role": "user", "content": f"That TaskSpec is invalid: {error}\nReply with the corrected JSON."}]
+
+
+class OpenAIPlanner(LLMPlanner):
+    name = "openai"
+
+    def __init__(self, model: str | None = None, max_attempts: int = 3, **client_kwargs: Any):
+        super().__init__(model or os.environ.get("VIBE_RL_PLANNER_MODEL", "gpt-4o"), max_attempts, **client_kwargs)
+        import openai
+
+        if not (client_kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")):
+            raise PlannerError("The openai planner needs OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible "
+                               "server). Set it, or use --planner offline.")
+        self.client = openai.OpenAI(**client_kwargs)
+        self.system = system_prompt()
+
+    def _ask(self, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+        reply = self.client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": "system", "content": self.system}, *messages],
+            response_format={"type": "json_schema", "json_schema": {"name": "QuotedTaskSpec", "schema": schema()}},
+        )
+        content = reply.choices[0].message.content or ""
+        return content, [{"role": "assistant", "content": content}]
+
+
+TOOL = "submit_task_spec"  # the Anthropic planner's forced tool
+
+
+class AnthropicPlanner(LLMPlanner):
+    name = "anthropic"
+
+    def __init__(self, model: str | None = None, max_attempts: int = 3, **client_kwargs: Any):
+        super().__init__(model or os.environ.get("VIBE_RL_PLANNER_MODEL", "claude-sonnet-4-5"), max_attempts,
+                         **client_kwargs)
+        anthropic = require("anthropic", "the anthropic planner")
+        if not (client_kwargs.get("api_key") or os.environ.get("ANTHROPIC_API_KEY")):
+            raise PlannerError("The anthropic planner needs ANTHROPIC_API_KEY. Set it, or use --planner offline.")
+        self.client = anthropic.Anthropic(**client_kwargs)
+        self.system = system_prompt()
+
+    def _ask(self, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+        reply = self.client.messages.create(
+            model=self.model, max_tokens=8192, system=self.system, messages=messages,
+            tools=[{"name": TOOL, "description": "Submit the TaskSpec.", "input_schema": schema()}],
+            tool_choice={"type": "tool", "name": TOOL},
+        )
+        blocks = [block.model_dump(exclude_none=True) for block in reply.content]
+        for block in reply.content:
+            if block.type == "tool_use":
+                return json.dumps(block.input), [{"role": "assistant", "content": blocks}]
+        text = "".join(getattr(block, "text", "") for block in reply.content)
+        return text, [{"role": "assistant", "content": blocks or text}]
+
+    def _retry(self, reply: list[dict[str, Any]], error: str) -> list[dict[str, Any]]:
+        blocks = reply[0]["content"] if reply else []
+        uses = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if not uses:
+            return super()._retry(reply, error)
+        return [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0]["id"], "is_error": True,
+                                              "content": f"Invalid TaskSpec: {error}\nCall the tool again, corrected."}]}]

@@ -17,9 +17,6 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from pydantic import ValidationError
-
-from vibe_rl.errors import TemplateError
 from vibe_rl.planner.background import blank_background
 from vibe_rl.planner.review import _family_span, _rows_of, _rule, _states, show
 from vibe_rl.planner.text import SpecText, strings_of
@@ -66,17 +63,14 @@ def field_words(field: str) -> str | None:
 
 @lru_cache(maxsize=16)
 def _base_json(family: str) -> str:
+    """The family's defaults: its offline rules on a spec that names the game and nothing else (as JSON: each
+    caller gets a fresh TaskSpec)."""
     from vibe_rl.planner.offline import OfflinePlanner
     from vibe_rl.scaffold.families import load_family
 
     manifest = load_family(family)
     words = manifest.all_keywords()
     return OfflinePlanner().plan(words[0] if words else family.replace("_", " "), family=family).model_dump_json()
-
-
-def base_plan(family: str) -> TaskSpec:
-    """The family's defaults: its offline rules on a spec that names the game and nothing else."""
-    return TaskSpec.model_validate_json(_base_json(family))
 
 
 def _set(data: dict, field: str, value: Any) -> bool:
@@ -101,17 +95,12 @@ def _set(data: dict, field: str, value: Any) -> bool:
     return True
 
 
-def _raw(spec: TaskSpec) -> dict[str, Any]:
-    """field -> the raw (unformatted) value of every review row."""
-    return dict(_rows_of(spec))
-
-
 def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, list[dict[str, Any]]]:
     """(the plan with only the quoted values of `llm`, its review rows). See the module's docstring."""
-    base = base_plan(llm.family)
+    base = TaskSpec.model_validate_json(_base_json(llm.family))
     blanked, _ = blank_background(text)
     src = SpecText(blanked)
-    ours, defaults = _raw(llm), _raw(base)
+    ours, defaults = dict(_rows_of(llm)), dict(_rows_of(base))  # field -> the raw value of its review row
     accepted: dict[str, tuple[Any, str]] = {}
     rejected: list[str] = []
     spans: dict[str, tuple[int, int]] = {}
@@ -135,8 +124,7 @@ def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, l
     llm = _endpoints(llm, text, rejected)
     plan = _merge(llm, base, accepted, rejected)
     rows = []
-    final = _raw(plan)
-    for field, value in final.items():
+    for field, value in _rows_of(plan):
         if field == "family":
             span = accepted[field][1] if field in accepted else _family_span(text, value)
             rows.append({"field": field, "value": value, "from": "llm", "span": span,
@@ -205,21 +193,11 @@ def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple[Any, str]], 
     data["notes"] = [*notes, "Values the LLM set are used only where it quotes the spec's words for them (the "
                      "review table shows the quote); the rest are the family's defaults."]
     try:
-        return _valid(data)
+        from vibe_rl.planner.llm import renderable
+
+        return renderable(data)
     except ValueError:  # the accepted values do not fit together: the family's plan, all of the LLM's listed
         rejected.extend(f"{f} = {show(v)}: the LLM's values do not fit together; the plan keeps the default"
                         for f, (v, _) in accepted.items())
         accepted.clear()
         return base.model_copy(update={"name": data["name"], "notes": data["notes"]})
-
-
-def _valid(data: dict[str, Any]) -> TaskSpec:
-    from vibe_rl.scaffold.families import load_family
-    from vibe_rl.scaffold.render import render_files
-
-    try:
-        spec = TaskSpec.model_validate(data)
-        render_files(spec, load_family(spec.family))
-    except (ValidationError, TemplateError) as exc:
-        raise ValueError(str(exc)) from exc
-    return spec

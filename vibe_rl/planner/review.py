@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vibe_rl.planner.text import SpecText, to_int
+from vibe_rl.scaffold.families import Manifest, load_family
 from vibe_rl.schema.spec import TaskSpec
 
 REVIEW_FILE = "plan_review.json"
@@ -37,15 +38,8 @@ WORDS = {
     "win": r"win\w*|胜|赢|reward|奖励",
     "loss": r"los\w*|败|输|负|reward|奖励",
 }
-ROLE_WORDS = {"civilian": r"civilians?|平民|team a", "spy": r"spies|spy|卧底|undercover|team b",
-              "werewolf": r"werewol\w*|wolves|wolf|狼人|狼", "seer": r"seers?|预言家", "witch": r"witch\w*|女巫",
-              "hunter": r"hunters?|猎人", "villager": r"villagers?|平民|村民|民", "learner": r"learner|learning seat|学习",
-              "opponent": r"opponents?|对手|rest|others?|其余|其他",
-              "rough_translator": r"agents?\s*1|rough|draft|初译|粗翻|初稿", "final_translator": r"agents?\s*(?:1\s*(?:和|and|&|\+)\s*)?3|final|终译|终翻",
-              "detector": r"agent\s*2|detector|proper[\s-]nouns?|专有名词|检测"}
 NOTE_WORDS = {"reward": r"reward", "gpus": r"gpu", "port": r"port", "model_path": r"model path|directory|\btiny\b",
               "modes": r"\bmodes?\b", "roles": r"role table|seats?", "family": r"family|planned as"}
-_TRAIN_VERB = r"\btrain(?:ed|able|s|ing)?\b|训练|可训练|learns?\b"
 _TRAIN = r"train\w*|训练|可训练|learn\w*|共享|shared|server\s*\d|服务器"
 
 
@@ -93,12 +87,12 @@ def _part(src: SpecText, start: int, end: int) -> str:
     return src.text[a:b].strip(" \t\n-*:：,，").rstrip(".。 \n")
 
 
-def _spec_span(src: SpecText, field: str, value: Any) -> str | None:
+def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> str | None:
     if field in src.sources:
         return _part(src, *src.sources[field])
     leaf = field.rsplit(".", 1)[-1]
     if field.startswith("wire."):
-        role = ROLE_WORDS.get(leaf, re.escape(leaf))
+        role = roles.get(leaf, re.escape(leaf))
         said = (rf"(?:{role})[^,，;；。\n]{{0,16}}?(?:{_TRAIN})|(?:train\w*|训练)\s*(?:the\s+)?(?:{role})|"
                 rf"(?:{role})[^;；。\n]{{0,40}}?(?:trainable|trained|可训练)"
                 if value.startswith("server") else rf"(?:{role})[^;；。\n]*?{re.escape(value)}|"
@@ -113,7 +107,7 @@ def _spec_span(src: SpecText, field: str, value: Any) -> str | None:
         said = []
         for role, count in value.items():
             hit = next(((a, b) for start, end in src.clauses() for a, b in _pieces(src.text, start, end)
-                        if count and re.search(ROLE_WORDS.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)
+                        if count and re.search(roles.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)
                         and _states(src.text[a:b], count)), None)
             if hit and src.text[hit[0]:hit[1]].strip() not in said:
                 said.append(src.text[hit[0]:hit[1]].strip())
@@ -137,14 +131,16 @@ def _spec_span(src: SpecText, field: str, value: Any) -> str | None:
     return None
 
 
+def _manifest(family: str) -> Manifest | None:
+    try:
+        return load_family(family)
+    except Exception:  # noqa: BLE001 - a family without a manifest: no keywords, roles named by their names
+        return None
+
+
 def _family_span(text: str, family: str) -> str | None:
     """The first keyword of the family that the spec names ('谁是卧底', 'werewolves')."""
-    from vibe_rl.scaffold.families import load_family
-
-    try:
-        words = load_family(family).all_keywords()
-    except Exception:  # noqa: BLE001 - a family without a manifest: no keyword to show
-        return None
+    words = manifest.all_keywords() if (manifest := _manifest(family)) else []
     lower = text.lower()
     hits = sorted((lower.find(w.lower()), w) for w in words if w and w.lower() in lower)
     return text[hits[0][0]:hits[0][0] + len(hits[0][1])] if hits else None
@@ -180,9 +176,10 @@ def review(spec: TaskSpec, text: str, planner: str, read: SpecText | None = None
     source = read if read is not None else SpecText(text)
     if read is None:  # an LLM's answer, or an edited plan: a value counts as stated only where the text says it
         source.spans = [piece for clause in source.clauses() for piece in _pieces(text, *clause)]
+    roles = manifest.role_words if (manifest := _manifest(spec.family)) else {}
     for field, value in _rows_of(spec):
         span = _family_span(source.text, value) if field == "family" else \
-            None if field == "modes" else _spec_span(source, field, value)
+            None if field == "modes" else _spec_span(source, field, value, roles)
         if read is None:
             kind = "llm" if planner not in ("none (--plan)", "plan") else "plan"
             rule = None if span else "the edited plan file" if kind == "plan" else "not stated in the spec: check it"
@@ -240,10 +237,11 @@ def trained_but_static(spec: TaskSpec, text: str) -> list[tuple[str, str, str]]:
     model ('not trained', 'static', 'played by') says nothing."""
     out = []
     src = SpecText(_GAME_NAME.sub(lambda m: " " * len(m.group()), text))
+    roles = manifest.role_words if (manifest := _manifest(spec.family)) else {}
     for role in spec.roles:
         if any(spec.model_for_role(role, mode.name).kind == "server" for mode in spec.modes):
             continue
-        words = ROLE_WORDS.get(role, re.escape(role))
+        words = roles.get(role, re.escape(role))
         said = rf"(?<![\w\u4e00-\u9fff])(?:{words}){_NEAR}{_VERB}|\b(?:train|训练)\s*(?:the\s+|only\s+the\s+)?(?:{words})"
         for start, end in src.clauses():
             hit = next((text[a:b].strip() for a, b in _pieces(src.text, start, end)

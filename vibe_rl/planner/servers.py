@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from vibe_rl.planner.text import NUM, Found, SpecText, to_int
+from vibe_rl.planner.text import NUM, Found, SpecText, part_around, to_int
 
 # GPU models people count in ("8x H100", "4 张 A800", "2 张 4090", "two RTX 3090s", "4 L40S")
 GPU_MODEL = r"(?:[ahbv]\d{2,3}|l\d{1,2}s?|(?:rtx\s*)?[1-5]0[5-9]0(?:\s*ti)?)s?"
@@ -26,7 +26,7 @@ PER_SERVER = (r"\beach\b|\bper\s+(?:swarm\s+)?server\b|apiece|分别|各(?:自|�
 EACH_SERVER = (r"each (?:swarm )?server|every server|per (?:swarm )?server|每(?:个|台)?\s*(?:swarm\s*)?(?:server|服务器)|每台"
                r"|(?:两|2|both)\s*(?:个|台)?\s*(?:swarm\s*)?(?:servers?|服务器)\s*(?:各|each|分别)|both servers")
 TOTAL = r"in total|\btotal\b|in all|altogether|总共|一共|共计?|总计|合计"
-MODE_WORDS = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
+MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 
 
 @dataclass
@@ -170,13 +170,6 @@ class GpuFacts:
     mode_total: dict[str, Found] = field(default_factory=dict)  # "agent_roll_adv: 8 GPUs" (for all its servers)
 
 
-def _segment_around(clause: str, start: int, end: int) -> str:
-    """The comma/semicolon-separated part of `clause` that holds [start, end)."""
-    left = max(clause.rfind(c, 0, start) for c in ",，;；") + 1
-    right = min([i for i in (clause.find(c, end) for c in ",，;；") if i >= 0] or [len(clause)])
-    return clause[left:right]
-
-
 def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> GpuFacts:
     """GPU counts outside single-server clauses (those are read by `server_facts`). A mode's total that equals
     its per-server count times two ("4 GPUs each (8 in total)") is consistent and marked as read."""
@@ -184,7 +177,7 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
     claimed = {s.gpus.start for s in (servers or {}).values() if s.gpus is not None}
     for start, end in src.clauses():
         clause = src.text[start:end]
-        mode = next((name for name, words in MODE_WORDS.items() if re.search(words, clause, re.I)), None)
+        mode = next((name for name, words in MODES.items() if re.search(words, clause, re.I)), None)
         servers_named = len(re.findall(SERVER, clause, re.IGNORECASE))
         counts = list(re.finditer(GPU, clause, re.IGNORECASE))
         for m in counts:
@@ -193,7 +186,7 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
                 continue  # one server's count: see server_facts
             # with several counts in a clause, "each" belongs to the count in its own comma segment
             # ("用八张 A100，...，每台四卡": 8 is the total, 4 per server)
-            scope = _segment_around(clause, m.start(), m.end()) if len(counts) > 1 else clause
+            scope = clause[slice(*part_around(clause, m.start(), m.end(), ",，;；"))] if len(counts) > 1 else clause
             each = re.search(PER_SERVER, scope, re.IGNORECASE)
             is_total = (re.search(rf"(?:{TOTAL})\s*(?:of|with|使用|用)?\s*$", clause[max(0, m.start() - 12):m.start()], re.I)
                         or re.match(rf"\s*(?:{TOTAL})", clause[m.end():], re.IGNORECASE))

@@ -56,13 +56,9 @@ class Row:
         return self.type(to_int(raw))
 
 
-def _units(row: Row) -> str:
-    return "|".join(row.unit) if row.unit else ""
-
-
 def patterns(row: Row) -> list[str]:
     """The row as patterns: its word, linking words, its number (and a unit); or its number, then a word."""
-    unit = _units(row)
+    unit = "|".join(row.unit)
     tail = rf"(?:[ \t]*(?:{unit})(?![A-Za-z]))?" if unit else ""
     out = [rf"(?:{row.words()}){LINK}{NUMBER}{tail}"] if row.en or row.zh else []
     if row.after:

@@ -27,13 +27,11 @@ WORD_NUMBER = rf"\b{_WORD}\b"
 CN_NUMBER = r"(?!万)[零一二两三四五六七八九十百千万]{1,7}"
 _DIGITS = r"(?<![.\d])(?<![\d.][eE]-)\d+"  # never the tail of "1e-6" or "2.5"
 NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
-SIGNED_NUM = rf"(-?{_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"  # after a field name: "batch size -4" is read, then refused
 
 _PATH = r"(?:https?://[^\s`'\"，。；）)]+|(?<![\w.])\.{0,2}/(?:[\w.-]+/)*[\w.-]+|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)"
 _ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
 MODEL_NAME = (r"(?<![\w/.-])(?!(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]+\b))(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
               r"o[134]|gemini|kimi|moonshot|doubao|ernie|hunyuan|phi-\d)[\w.-]*(?![\w/])")
-_MODEL = MODEL_NAME
 _NUMBER = r"(?<![A-Za-z0-9_.\-/])[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![A-Za-z0-9_/])"  # a CJK neighbour is a boundary
 # A number in words counts as a stated value when a unit follows it ("eight GPUs", "three are undercover",
 # "两张卡", "十六个样本"): "two servers" or "一个模型" describe the set-up and are not reported.
@@ -44,7 +42,7 @@ _WORD_VALUE = (rf"\b(?!one\b|a single\b|a pair of\b){_WORD}\b(?=[\s-]+(?:(?:of t
                rf"rollout|total)\s+)?(?:{_UNIT})\b)"
                r"|(?<![第每一])(?!一(?![零一二两三四五六七八九十百千万]))(?!万)[零一二两三四五六七八九十百千万]{1,7}(?=\s*(?:张|块|名|位|步|轮|局|天|次|条|"
                r"(?:个|种)?(?:gpu|卡|显卡|玩家|卧底|平民|狼人|村民|任务|样本|回复|rollout|prompt)))")
-TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{_MODEL})|(?P<num>{_NUMBER}|{_WORD_VALUE})",
+TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{MODEL_NAME})|(?P<num>{_NUMBER}|{_WORD_VALUE})",
                    re.IGNORECASE)
 # Numbers that name or describe something rather than set a value: list markers, "Agent 2", "server 1",
 # "7B"-style sizes, ordinals ("第 3 轮"), ranges inside rule prose are not ignored.
@@ -53,7 +51,7 @@ IGNORED_NUMBER = re.compile(r"(?:agents?|智能体)\s*\d+\s*(?:和|与|、|,|&|a
                             rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
                             r"|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE | re.MULTILINE)
 REPORT_WIDTH = 80  # an unparsed entry longer than this is cut down to the part around its fact
-_CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s)")
+_CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s|$)")
 
 
 @dataclass
@@ -81,18 +79,10 @@ def to_int(word: str) -> int:
     parts = re.split(r"[ -]", word)
     if parts[0] in TENS:
         return TENS[parts[0]] + (WORDS[parts[1]] if len(parts) > 1 else 0)
-    if "万" in word:
-        head, _, rest = word.partition("万")
-        return (to_int(head) if head else 1) * 10000 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
-    if "千" in word:
-        thousands, _, rest = word.partition("千")
-        return (_CN.get(thousands, 1) if thousands else 1) * 1000 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
-    if "百" in word:
-        hundreds, _, rest = word.partition("百")
-        return (_CN.get(hundreds, 1) if hundreds else 1) * 100 + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
-    if "十" in word:
-        tens, _, ones = word.partition("十")
-        return (_CN.get(tens, 1) if tens else 1) * 10 + (_CN.get(ones, 0) if ones else 0)
+    for mark, scale in (("万", 10000), ("千", 1000), ("百", 100), ("十", 10)):  # the largest first: "两万五千"
+        if mark in word:
+            head, _, rest = word.partition(mark)
+            return (to_int(head) if head else 1) * scale + (to_int(rest.lstrip("零")) if rest.strip("零") else 0)
     return int("".join(str(_CN[c]) for c in word))
 
 
@@ -200,6 +190,12 @@ class SpecText:
             if ref.start() <= m.start() < ref.end():
                 return True
         return False
+
+
+def part_around(text: str, start: int, end: int, separators: str) -> tuple[int, int]:
+    """[a, b): the part of `text` between two of the `separators` (characters) that holds [start, end)."""
+    a = max(text.rfind(c, 0, start) for c in separators) + 1
+    return a, min([i for i in (text.find(c, end) for c in separators) if i >= 0] or [len(text)])
 
 
 def _abbreviates(path: str, name: str) -> bool:

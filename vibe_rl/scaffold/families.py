@@ -81,6 +81,8 @@ class Manifest(BaseModel):
         description="Language -> phrases that select this family (empty: chosen only with --family)")
     parameters: dict[str, Parameter] = Field(default_factory=dict, description="Game parameters and defaults")
     roles: list[str] = Field(default_factory=list, description="Roles the family's code knows")
+    role_words: dict[str, str] = Field(default_factory=dict, description="Role -> the words a spec names it by (a "
+                                       "regex; the plan review finds a role's source by them; default: its name)")
     dataset: DatasetInfo | None = Field(default=None, description="Where task ids come from")
     modes: list[ModeInfo] = Field(default_factory=list, description="Run modes the templates implement, default first")
     examples: list[str] = Field(default_factory=list, description="Example spec prompts, relative to the family")

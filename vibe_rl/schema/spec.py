@@ -179,6 +179,24 @@ class TaskSpec(BaseModel):
             next_gpu += count
         return split
 
+    def get(self, field: str) -> Any:
+        """The value a dotted field name stands for (the names of the planner corpus and the review table):
+        `modes` (the mode names), `wire.<mode>.<role>` (the model that plays the role there), `gpu_split.<mode>`,
+        else a path into the JSON form (`training.lr`, `servers.0.port`, `game.roles.seer`); KeyError or
+        IndexError when the path is not there."""
+        head, _, rest = field.partition(".")
+        if field == "modes":
+            return [m.name for m in self.modes]
+        if head == "wire":
+            mode, role = rest.split(".")
+            return self.model_for_role(role, mode).name
+        if head == "gpu_split":
+            return self.gpu_split(rest)
+        value: Any = self.model_dump(mode="json")
+        for part in field.split("."):
+            value = value[int(part)] if isinstance(value, list) else value[part]
+        return value
+
     def team_of(self, role: str) -> Team:
         for team in self.teams:
             if role in team.roles:
