@@ -76,9 +76,11 @@ class Facts:
 
 def model_paths(src: SpecText) -> list[Found]:
     out: list[Found] = []
+    # a single folder under the root counts when a place word leads to it ("Llama-3.1-8B-Instruct at /llama8b")
     for m in src.finditer(r"`(/[^`\s]+)`|(?<![\w.:/])((?:\.{1,2})?/(?:[\w.-]+/)+[\w.-]+)|`([\w-]+/[\w.-]+)`"
-                          r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"):
-        group = next(i for i in range(1, 5) if m.group(i))
+                          r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"
+                          r"|(?:(?<=\bat\s)|(?<=\bin\s)|(?<=\bfrom\s)|(?<=\bunder\s))(/[A-Za-z][\w.-]*\d[\w.-]*)(?![\w/])"):
+        group = next(i for i in range(1, 6) if m.group(i))
         path = m.group(group).rstrip(".")
         if path.lower().endswith((".md", ".py", ".json", ".yaml", ".yml", ".txt")):
             continue
