@@ -231,7 +231,7 @@ def test_a_prepared_episode_is_closed_and_waits_for_an_unreachable_peer(pair):
     s1, _ = pair
     task = Task(task_id="atomic-lonely")
     with SwarmClient(s1.url) as c1:
-        ep = c1.begin(task, timeout=30)
+        ep = c1.begin(task, timeout=15)  # the idle timeout this test waits out
         call(ep)
         nowhere = {"url": f"http://127.0.0.1:{free_port()}", "episode_uuid": "f" * 32, "api_key": "k"}
         bad = httpx.post(f"{s1.url}/episode/prepare", headers={"Authorization": f"Bearer {ep.api_key}"},

@@ -21,6 +21,7 @@ DEFAULTS = {
     ("play", "--task"): "any",
     ("play", "--mode"): "the project's first mode",
     ("init", "--name"): "the folder name",
+    ("swarm start", "--prepared-timeout"): "the episode's idle timeout, at most 60 s",
     ("eval", "--checkpoints"): "initial latest",
     ("eval", "--opponents"): "the rows' checkpoints",
     ("eval", "--side"): "the role wired to the trainable server",
