@@ -106,19 +106,14 @@ def export_checkpoint(checkpoint: Path, out: Path, merge_lora: bool = False, bas
 
 
 def _merge(adapter: Path, base: str, into: Path) -> None:
-    from vibe_rl.engine.loader import load_causal_lm, load_tokenizer, resolve_model_path
-    from vibe_rl.extras import require
+    from vibe_rl.engine.checkpoint import merge_adapter
+    from vibe_rl.engine.loader import resolve_model_path
 
-    peft = require("peft", "merging a LoRA adapter")
-    torch = require("torch", "merging a LoRA adapter")
     try:
         base_path = resolve_model_path(base)
     except ModelLoadError as exc:
         raise ModelLoadError(f"{exc} (the checkpoint's base model; pass --base PATH if it moved)") from None
-    model = load_causal_lm(base_path, "cpu", torch.float32)
-    merged = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
-    merged.save_pretrained(into, safe_serialization=True)
-    load_tokenizer(base_path).save_pretrained(into)
+    merge_adapter(adapter, base_path, into)
 
 
 def register(app: typer.Typer) -> None:

@@ -71,9 +71,11 @@ def save_checkpoint(engine: Any, directory: Path, optimizer_state: dict[str, Any
 
 def merged_weights(directory: Path) -> Path:
     """The full weights of a checkpoint as an HF directory: `model/`, or for a LoRA checkpoint its base model
-    (state.json's base_model) with the adapter merged in (W + B A alpha / r, in float32), written once to
-    `merged/` (via a temporary sibling and a rename) and reused after. A frozen copy of a past step is served
-    from it (checkpoint-sourced static models)."""
+    (state.json's base_model) with the adapter merged in (`merge_adapter`), written once to `merged/` (via a
+    temporary sibling and a rename) and reused after. A frozen copy of a past step is served from it
+    (checkpoint-sourced static models)."""
+    from vibe_rl.engine.loader import resolve_model_path
+
     directory = Path(directory)
     if (directory / "model").is_dir():
         return directory / "model"
@@ -83,25 +85,32 @@ def merged_weights(directory: Path) -> Path:
     if not (directory / "adapter").is_dir():
         raise ModelLoadError(f"{directory} holds neither model/ nor adapter/: it is not a complete checkpoint.")
     base = json.loads((directory / STATE).read_text()).get("base_model")
-    if not base or not Path(base).is_dir():
-        raise ModelLoadError(f"The LoRA checkpoint {directory} names base model {base!r} in {STATE}, which is not a "
-                             "directory here; put the base model back at that path to serve this checkpoint.")
-    torch = require("torch", "merging a LoRA checkpoint")
-    peft = require("peft", "merging a LoRA checkpoint")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    model = peft.PeftModel.from_pretrained(model, str(directory / "adapter")).merge_and_unload()
+    try:
+        base_path = resolve_model_path(base or "")
+    except ModelLoadError as exc:
+        raise ModelLoadError(f"{exc} (the base model of the LoRA checkpoint {directory}, named in its {STATE}; put "
+                             "it back at that path to serve this checkpoint)") from None
     tmp = directory / f".merged.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        model.save_pretrained(tmp, safe_serialization=True)
-        _plain_architectures(tmp / "config.json")
-        AutoTokenizer.from_pretrained(base).save_pretrained(tmp)
+        merge_adapter(directory / "adapter", base_path, tmp)
         os.rename(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def merge_adapter(adapter: Path, base_path: Path, into: Path) -> None:
+    """Write the base model at `base_path` with the peft `adapter` merged in (W + B A alpha / r, in float32) and
+    the base's tokenizer to `into`, an HF directory loadable on its own (`vibe-rl export --merge-lora` too)."""
+    from vibe_rl.engine.loader import load_causal_lm, load_tokenizer
+
+    peft = require("peft", "merging a LoRA adapter")
+    torch = require("torch", "merging a LoRA adapter")
+    model = load_causal_lm(base_path, "cpu", torch.float32)
+    merged = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    merged.save_pretrained(into, safe_serialization=True)
+    load_tokenizer(base_path).save_pretrained(into)
 
 
 def _plain_architectures(config_file: Path) -> None:
