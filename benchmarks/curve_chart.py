@@ -6,6 +6,10 @@ run still leaves); the label is `name=` before the path.
 
     python benchmarks/curve_chart.py individual=docs/results/h200_pool_individual.json \\
         group=docs/results/h200_pool_group.jsonl --out docs/results/h200_pool.png
+    python benchmarks/curve_chart.py group=docs/results/h200_pool_group.jsonl \\
+        individual=docs/results/h200_pool_individual.json seat=docs/results/h200_adv_seat.json \\
+        role_baseline=docs/results/h200_adv_role_baseline.json zero_sum=docs/results/h200_adv_zero_sum.json \\
+        --max-step 60 --out docs/results/h200_advantages.png
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", metavar="NAME=PATH")
     ap.add_argument("--out", type=Path, required=True, help="PNG to write")
+    ap.add_argument("--max-step", type=int, help="Draw the eval rounds up to this update only (runs of different lengths)")
     ap.add_argument("--title", default="Who-is-Spy, SmolLM2-135M on one H200: civilians vs the frozen initial spy")
     args = ap.parse_args()
     import matplotlib
@@ -39,7 +44,7 @@ def main() -> None:
     fig, (win, acc) = plt.subplots(1, 2, figsize=(11, 4))
     for run in args.runs:
         name, _, path = run.rpartition("=")
-        rounds = rounds_of(Path(path))
+        rounds = [r for r in rounds_of(Path(path)) if args.max_step is None or r["step"] <= args.max_step]
         steps = [r["step"] for r in rounds]
         rate = [r["civilian_win_rate"]["mean"] for r in rounds]
         bands = [wilson(round(r["civilian_win_rate"]["mean"] * r["civilian_win_rate"]["n"]), r["civilian_win_rate"]["n"])
