@@ -9,7 +9,8 @@ run still leaves); the label is `name=` before the path.
     python benchmarks/curve_chart.py group=docs/results/h200_pool_group.jsonl \\
         individual=docs/results/h200_pool_individual.json seat=docs/results/h200_adv_seat.json \\
         role_baseline=docs/results/h200_adv_role_baseline.json zero_sum=docs/results/h200_adv_zero_sum.json \\
-        --max-step 60 --out docs/results/h200_advantages.png
+        --max-step 60 --out docs/results/h200_advantages.png \\
+        --title "Who-is-Spy, SmolLM2-135M on one H200, seed 0: the five train.advantage modes, 60 updates each"
 """
 
 from __future__ import annotations
