@@ -47,12 +47,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SEED_SPEC = REPO / "templates" / "who_is_spy" / "examples" / "seed_prompt.zh.md"
 sys.path.insert(0, str(REPO / "scripts"))
-from demo_settings import DEMO_GAME, DEMO_REWARD, SMOL_SETS  # noqa: E402  (the demo's numbers, one source)
+from demo_settings import DEMO_REWARD, SMOL_GAME, smol_sets  # noqa: E402  (the demo's numbers, one source)
 
 VIBE_RL = [sys.executable, "-c", "from vibe_rl.cli import main; main()"]
 VOTE_ASK = "with the `vote` tool"
 PRESETS = {
-    "cpu-demo": {"game": DEMO_GAME, "reward": DEMO_REWARD, "sets": SMOL_SETS},
+    "cpu-demo": {"game": SMOL_GAME, "reward": DEMO_REWARD, "sets": smol_sets},  # the dtype this CPU runs fastest
     # The seed spec's game on a GPU, made short enough for 200+ updates in minutes: 4 players (1 spy, a frozen copy
     # of the initial model), one round, win 1 / loss 0 plus the family's dense credit (legal ballots, ballots on
     # the spy), each civilian credited with its own ballots (train.advantage: individual, the template's
@@ -172,7 +172,8 @@ def one_seed(project: Path, work: Path, args: argparse.Namespace, preset: dict, 
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    sets = [*preset["sets"], *args.sets, f"model.seed={seed}", f"model.device={args.device}"]
+    chosen = preset["sets"]() if callable(preset["sets"]) else preset["sets"]  # cpu-demo: by this CPU's bf16
+    sets = [*chosen, *args.sets, f"model.seed={seed}", f"model.device={args.device}"]
     if args.spy_pool:
         sets.append(f"train.save_freq={args.snapshot_every}")
     env = {k: v for k, v in os.environ.items() if k != "DASHSCOPE_API_KEY"}  # qwen-max: a frozen local copy
@@ -277,7 +278,8 @@ def main() -> None:
     mean = sum(gains) / len(gains)
     sd = math.sqrt(sum((g - mean) ** 2 for g in gains) / (len(gains) - 1)) if len(gains) > 1 else 0.0
     out = {"benchmark": "learning_curve", "model": args.model, "device": args.device, "preset": args.preset,
-           "settings": {**preset, "extra_sets": args.sets, "steps": args.steps, "eval_every": args.eval_every,
+           "settings": {**preset, "sets": preset["sets"]() if callable(preset["sets"]) else preset["sets"],
+                        "extra_sets": args.sets, "steps": args.steps, "eval_every": args.eval_every,
                         "eval_episodes": args.eval_episodes, "max_tokens": args.max_tokens,
                         "spy_pool": args.spy_pool, "snapshot_every": args.snapshot_every if args.spy_pool else None},
            "seeds": args.seeds, "rose_in": sum(r["rose"] for r in results), "of": len(results),

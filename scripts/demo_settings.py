@@ -36,8 +36,10 @@ DEMO_SETS = ["train.lr=0.001", "train.warmup_steps=3", "train.batch_size=2", "tr
 # descriptions, the rest votes for random legal targets.
 WARM_START = ["--steps", "30", "--batch", "8", "--lr", "0.003", "--describe-share", "0.25", "--eval", "24"]
 DEMO_STEPS = 10
-# SmolLM2-135M-Instruct on CPU (`--model smollm2`, what the demo trains): bf16 weights (AVX512-BF16 matmuls, about
-# 3x fp32 on these cores) with a LoRA adapter in fp32 (a pure-bf16 full fine-tune rounds small updates away), two
+# SmolLM2-135M-Instruct on CPU (`--model smollm2`, what the demo trains): bf16 weights where the CPU multiplies bf16
+# natively (AVX512-BF16 or AMX: about 3x fp32 on such cores), else fp32 (elsewhere torch emulates bf16: 3.6x slower
+# than fp32 on a 2-core AVX512 machine without BF16), with a LoRA adapter in fp32 (a pure-bf16 full fine-tune
+# rounds small updates away), two
 # tasks of 4 games an update (24 civilian ballots: with one task, 12 ballots at a 5-10% legal rate left most groups
 # all-zero and a run at lr 1e-3 collapsed), lr 5e-4, answers capped at 16 tokens (benchmarks/learning_curve.py).
 # Micro-batches of 4: the logits of 8 rows x ~500 tokens x 49,152 vocabulary made the server's peak over 9 GB.
@@ -45,11 +47,23 @@ DEMO_STEPS = 10
 # the group's 12 civilian seats, not the game's mean; with the game's mean, one legal ballot also rewarded the
 # two illegal ones of its game, and 8 updates moved the legal-ballot share in some seeds only (8% -> 8%,
 # 11% -> 33%); with per-seat credit 5 of 5 seeds went from 6-11% to 75-89% (README, "The CPU demo").
-SMOL_SETS = ["model.dtype=bfloat16", "model.lora.rank=16", "model.lora.alpha=32", "train.lr=0.0005",
+# Paged generation on CPU too (model.generator=paged; auto takes the simple loop there): an eval round of 8 games
+# took 57 s / 49 s against 82 s / 87 s with the simple loop.
+SMOL_SETS = ["model.lora.rank=16", "model.lora.alpha=32", "train.lr=0.0005",
              "train.batch_size=2", "train.grpo_n=4", "rollout.max_tokens=16", "train.save_freq=0",
-             "train.micro_batch_size=4", "train.advantage=individual"]
+             "train.micro_batch_size=4", "train.advantage=individual", "model.generator=paged"]
+# The SmolLM2 demo's game: the demo's table, and the describe turns sent as context only (recorded, never trained):
+# the reward is the ballots', so a describe turn's gradient is noise, and it was a third of each update's tokens.
+SMOL_GAME = {**DEMO_GAME, "train_describe": False}
 SMOL_STEPS = 8  # weight updates of the SmolLM2 demo
 SMOL_EVAL = 12  # held-out games played before and after training
+
+
+def smol_sets() -> list[str]:
+    """SMOL_SETS with the weights' dtype this CPU runs fastest (bf16 only where it is native)."""
+    from vibe_rl.engine.loader import cpu_bf16_native
+
+    return [f"model.dtype={'bfloat16' if cpu_bf16_native() else 'float32'}", *SMOL_SETS]
 
 
 def demo_plan(spec: dict) -> dict:

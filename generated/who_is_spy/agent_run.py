@@ -23,6 +23,9 @@ from game_engine import MAX_ROUNDS, NUM_PLAYERS, NUM_SPIES, Game, Player, new_ga
 TEAM_MODELS = {"civilian": "server1", "spy": "qwen-max"}
 MAX_TOKENS = int(os.getenv("VIBE_RL_MAX_TOKENS", "256"))
 WIN, LOSS = 1.0, 0.0
+# False: the describe calls reach the server as context (`context_only`: recorded, part of later prompts, never
+# trained), so an update trains the ballots alone, the turns a ballot-based reward depends on.
+TRAIN_DESCRIBE = True
 
 FIRST = ("Ada Ben Cleo Dara Eli Faye Gus Hana Ivan Jade Kai Lena Milo Nora Omar Pia Quinn Ravi Sara Theo "
          "Uma Vik Wren Xia Yara Zane Alma Bruno Chen Dora Emil Fern Gale Hugo Iris Joel Kira Luca Maya Nils").split()
@@ -88,7 +91,7 @@ def ask(llm: RoleLLM, game: Game, player: Player, question: str, **kwargs):
 
 
 def describe(game: Game, player: Player, llm: RoleLLM) -> str:
-    message = ask(llm, game, player, DESCRIBE)
+    message = ask(llm, game, player, DESCRIBE, extra_body=None if TRAIN_DESCRIBE else {"context_only": True})
     return (message.content or "").strip()[:300] or "(silence)"
 
 

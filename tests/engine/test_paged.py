@@ -282,3 +282,20 @@ def test_gpu_requests_joining_mid_decode_keep_exact_logprobs(tiny_model_dir):
             assert (ref.cpu() - torch.tensor(g.logprobs)).abs().max() < 1e-3, (p, g.token_ids)
     finally:
         eng.close()
+
+
+def test_calls_sent_at_once_with_a_common_prefix_compute_it_once(engines):
+    """Four players vote on the same record at once: the later three wait for the first one's prefill of the
+    shared prefix and reuse its blocks (with prefill chunks of 7 tokens, all four arrive while it runs)."""
+    simple, eng = engines
+    tok = eng.tokenizer
+    record = "Round 1: player_1 said it is sweet. player_2 said it is red. player_3 said it grows on trees. " * 2
+    ps = [tok.encode(tok.apply_chat_template([{"role": "user", "content": f"{record}You are player_{i}. Vote."}],
+                                             add_generation_prompt=True, tokenize=False)) for i in range(4)]
+    common = next(k for k, column in enumerate(zip(*ps, strict=False)) if len(set(column)) > 1)
+    assert common >= 40
+    before = eng.stats["prefix_hit_tokens"]
+    futures = [eng.submit(p, SamplingParams(max_tokens=6, seed=i)) for i, p in enumerate(ps)]
+    got = [f.result().token_ids for f in futures]
+    assert eng.stats["prefix_hit_tokens"] - before >= 3 * (common // 4 * 4)  # every full shared block, three times
+    assert got == [simple.generate(p, SamplingParams(max_tokens=6, seed=i)).token_ids for i, p in enumerate(ps)]

@@ -44,6 +44,7 @@ def test_static_models_are_forwarded_recorded_and_not_trained(make_server, tmp_p
 
         assert upstream.auth == [f"Bearer {SECRET}"] * 2
         assert {r["model"] for r in upstream.requests} == {"qwen-max-2025"}
+        assert not any("context_only" in r for r in upstream.requests)  # vibe-rl's own field never goes upstream
         deadline = time.monotonic() + 60
         while client.get_engine_status()["global_step"] < 1:
             assert time.monotonic() < deadline

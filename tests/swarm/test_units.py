@@ -163,3 +163,23 @@ def test_player_tags_cannot_overwrite_or_flood_the_reward_metrics():
     many = [episode(i, 0.5, f"user-{i}") for i in range(MAX_ROLES + 8)]
     out = batch_metrics([many])
     assert sum(k.startswith("reward_user-") for k in out) == MAX_ROLES and out["roles_not_reported"] == 8
+
+
+def test_logprobs_of_an_id_past_the_tokenizer_are_listed_not_an_error(tiny_model_dir):
+    """A model's embedding is padded past its tokenizer (the sampler can draw a padding row): its logprobs
+    entry is an empty token with bytes None, the other entries as OpenAI lists them."""
+    from types import SimpleNamespace
+
+    from vibe_rl.engine.loader import load_tokenizer
+    from vibe_rl.swarm.server.generate import logprobs_content
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    known, padding = tokenizer.convert_tokens_to_ids("hello") or 0, len(tokenizer) + 3
+    gen = SimpleNamespace(token_ids=[known, padding], logprobs=[-0.5, -7.0],
+                          top_logprobs=[[(padding, -7.0)], [(known, -0.25)]])
+    first, second = logprobs_content(tokenizer, gen)
+    assert second == {"token": "", "logprob": -7.0, "bytes": None,
+                      "top_logprobs": [{"token": tokenizer.convert_ids_to_tokens(known), "logprob": -0.25,
+                                        "bytes": list(tokenizer.convert_ids_to_tokens(known).encode())}]}
+    assert first["top_logprobs"] == [{"token": "", "logprob": -7.0, "bytes": None}]
+    assert first["bytes"] == list(first["token"].encode()) and first["token"]

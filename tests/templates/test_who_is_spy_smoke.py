@@ -1,11 +1,14 @@
 """Smoke: one full agent_run episode of the generated Who-is-Spy project against a real swarm server on
 loopback with the tiny model. Whatever the model says, the game must end with a legal winner and reward,
-and the server's traces must show civilians on the trainable model and spies on the static qwen-max."""
+and the server's traces must show civilians on the trainable model and spies on the static qwen-max.
+The project runs with TRAIN_DESCRIBE off (the SmolLM2 demo's setting): the civilians' describe calls reach
+the server as context_only, their votes as trained turns."""
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 
@@ -39,6 +42,8 @@ def test_one_episode_against_a_real_swarm_server(tmp_path, tiny_model_dir):
     job["model"].update(path="tiny", max_model_len=2048)
     job["train"].update(batch_size=1, grpo_n=1)
     (project / "config_cpu.yaml").write_text(yaml.safe_dump(job))
+    run_file = project / "agent_run.py"
+    run_file.write_text(run_file.read_text().replace("TRAIN_DESCRIBE = True", "TRAIN_DESCRIBE = False", 1))
 
     env = {k: v for k, v in os.environ.items() if k != "DASHSCOPE_API_KEY"}
     env.update(VIBE_RL_MAX_TOKENS="24", PYTHONUNBUFFERED="1")
@@ -66,3 +71,8 @@ def test_one_episode_against_a_real_swarm_server(tmp_path, tiny_model_dir):
         else:
             assert (call["model"], call["static"]) == ("qwen-max", True)
     assert {c["player"].split(":")[0] for c in calls} == {"civilian", "spy"}
+
+    rows = sqlite3.connect(tmp_path / "server" / "swarm.sqlite").execute(
+        "SELECT messages_json, context_only FROM turns WHERE static = 0").fetchall()
+    asked = [(json.loads(m)[-1]["content"].rsplit("\n", 1)[-1].split()[0], bool(c)) for m, c in rows]
+    assert {("Describe", True), ("Vote", False)} == set(asked), asked  # describes are context, votes trained

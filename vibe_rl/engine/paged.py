@@ -7,7 +7,12 @@ prompt). One loop iteration:
 1. Admit waiting requests while row slots and KV blocks last. Each shares the
    longest cached prefix of its prompt (`kv_blocks.BlockManager.match`) and takes
    private blocks for the rest of its prompt plus its whole token budget, so a
-   running sequence never waits for memory (nothing is preempted).
+   running sequence never waits for memory (nothing is preempted). A request whose
+   prompt shares whole blocks with a sequence still being prefilled, beyond what that
+   sequence has cached so far, stays waiting (the requests behind it are admitted)
+   until those blocks are computed, then shares them: calls sent at once with a common
+   prefix (a game's players voting on one record, a group's episodes on one task)
+   compute it once.
 2. Prefill at most `prefill_chunk` new prompt tokens, oldest request first (a long
    prompt is split over several iterations, so decoding never stalls behind it).
    A sequence whose prompt is complete samples its first token from those logits.
@@ -159,8 +164,19 @@ class PagedGenerator:
             raise
 
     def _admit(self, waiting: deque[Request], running: list[_Seq], stats: dict[str, int]) -> None:
+        deferred: list[Request] = []  # their shared prefix is being prefilled: they go back first, in order
+        try:
+            self._admit_some(waiting, running, stats, deferred)
+        finally:
+            waiting.extendleft(reversed(deferred))
+
+    def _admit_some(self, waiting: deque[Request], running: list[_Seq], stats: dict[str, int],
+                    deferred: list[Request]) -> None:
         while waiting and self._free_slots:
             req = waiting[0]
+            if self._prefix_in_prefill(req.prompt_ids, running):
+                deferred.append(waiting.popleft())
+                continue
             budget = min(req.sampling.max_tokens, self.max_model_len - len(req.prompt_ids))
             window = max((len(s.encode()) for s in req.sampling.stop), default=0) + 4
             total = self.blocks.blocks_for(len(req.prompt_ids) + budget)
@@ -182,6 +198,22 @@ class PagedGenerator:
                                 tokens=list(req.prompt_ids)))
             stats["prompt_tokens"] = stats.get("prompt_tokens", 0) + len(req.prompt_ids)
             stats["prefix_hit_tokens"] = stats.get("prefix_hit_tokens", 0) + cached
+
+    def _prefix_in_prefill(self, prompt: list[int], running: list[_Seq]) -> bool:
+        """Whether a sequence still prefilling will cache whole blocks of `prompt` it has not cached yet."""
+        bs = self.blocks.block_size
+        usable = (len(prompt) - 1) // bs  # as BlockManager.match: one prompt token is always computed
+        for s in running:
+            if not s.prefilling or usable <= len(s.nodes):
+                continue
+            common = 0
+            for a, b in zip(prompt, s.tokens[:s.prompt_len], strict=False):
+                if a != b:
+                    break
+                common += 1
+            if min(common // bs, usable) > len(s.nodes):
+                return True
+        return False
 
     def _refuse(self, req: Request, blocks: int | None = None) -> None:
         need = f"{blocks} KV blocks" if blocks else "more KV blocks than are free"

@@ -45,6 +45,7 @@ class Turn:
     player: str | None = None
     model: str = ""
     static: bool = False
+    context_only: bool = False  # a trainable-model call the client marked as context: recorded, never trained
     weight_version: int = 0
     temperature: float = 1.0
     top_p: float = 1.0
@@ -61,8 +62,11 @@ class Turn:
 
     @property
     def trainable(self) -> bool:
-        """A call of the trainable model that produced tokens."""
-        return not self.static and bool(self.prompt_ids) and bool(self.response_ids)
+        """A call of the trainable model that produced tokens and was not marked context only.
+
+        A context-only turn is left out of the samples; when a later turn extends it, its tokens join that
+        sample as prompt (loss mask 0), as any text between two trained answers does."""
+        return not self.static and not self.context_only and bool(self.prompt_ids) and bool(self.response_ids)
 
 
 @dataclass

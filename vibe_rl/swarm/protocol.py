@@ -97,6 +97,9 @@ class ChatCompletionRequest(_OpenAIRequest):
     presence_penalty: float | None = Field(default=None, description="Only 0 is served")
     frequency_penalty: float | None = Field(default=None, description="Only 0 is served")
     logit_bias: dict[str, float] | None = Field(default=None, description="Only empty is served")
+    context_only: bool = Field(
+        default=False, description="vibe-rl extension: record the call (traces, the prefix of later prompts) but never "
+                                   "train on its tokens, e.g. a turn the reward does not depend on")
 
     def stop_list(self) -> list[str]:
         return _stop_list(self.stop)
@@ -124,6 +127,8 @@ class CompletionRequest(_OpenAIRequest):
     frequency_penalty: float | None = Field(default=None, description="Only 0 is served")
     logit_bias: dict[str, float] | None = Field(default=None, description="Only empty is served")
     user: str | None = Field(default=None, description="Player tag (recorded)")
+    context_only: bool = Field(default=False, description="vibe-rl extension: record the choices but never train "
+                                                          "on their tokens")
 
     def stop_list(self) -> list[str]:
         return _stop_list(self.stop)
@@ -260,7 +265,7 @@ class EndEpisodeResponse(_Response):
     already_ended: bool = Field(description="True when this repeated an earlier end (idempotent; nothing changed)")
     status: str | None = Field(default=None, description="On a repeat: the stored status (completed, trained, ...)")
     llm_calls: int = Field(default=0, description="LLM calls the episode made (first end only)")
-    trainable_turns: int = Field(default=0, description="Calls that will be trained on (static ones are context)")
+    trainable_turns: int = Field(default=0, description="Calls that will be trained on (static and context_only ones are context)")
     warning: str | None = Field(default=None, description="Set when a training episode ended without any LLM call "
                                 "(nothing of it is trained; SwarmClient logs it as a warning)")
     txn: str | None = Field(default=None, description="POST /episode/commit: the transaction that committed it")

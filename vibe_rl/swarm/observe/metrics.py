@@ -50,7 +50,7 @@ def batch_metrics(groups: list[list[CompletedEpisode]]) -> dict[str, Any]:
         for turn in ep.turns:
             if turn.static:
                 continue
-            turns += 1
+            turns += turn.trainable  # context_only calls are generated (tokens) but never trained
             tokens += len(turn.response_ids)
             role = role_of(turn.player)
             if role:

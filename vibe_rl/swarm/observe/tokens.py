@@ -55,9 +55,10 @@ def tokens(turn: dict[str, Any], status: str, model_path: str | None) -> dict[st
     """What the viewer draws for one call: [(text, logprob, trained)], how many tokens were cut, the mask's reason."""
     ids = list(turn.get("response_ids") or [])
     logprobs = list(turn.get("logprobs") or [])
-    trained = not turn["static"] and status not in UNTRAINED_STATUSES
+    trained = not turn["static"] and not turn.get("context_only") and status not in UNTRAINED_STATUSES
     why = ("trained: loss on these tokens" if trained else
            "context: a static model's answer, never trained" if turn["static"] else
+           "context: the client sent this call with context_only, never trained" if turn.get("context_only") else
            f"context: the episode is '{status}', no update trains it")
     shown = ids[:MAX_TOKENS]
     text = pieces(model_path, shown) if shown else []

@@ -79,8 +79,12 @@ class TraceReader:
             ep = db.execute("SELECT * FROM episodes WHERE episode_uuid = ?", (episode_uuid,)).fetchone()
             if ep is None:
                 return None
+            # a database written before the column existed (read-only here, so it is not added)
+            context = ("context_only" if any(c[1] == "context_only" for c in db.execute("PRAGMA table_info(turns)"))
+                       else "0 AS context_only")
             turns = db.execute("SELECT idx, player, model, static, weight_version, messages_json, response_text, ts, "
-                               "prompt_ids, response_ids, logprobs FROM turns WHERE episode_uuid = ? ORDER BY idx",
+                               f"prompt_ids, response_ids, logprobs, {context} FROM turns WHERE episode_uuid = ? "
+                               "ORDER BY idx",
                                (episode_uuid,)).fetchall()
         metadata = json.loads(ep["metadata_json"] or "null")
         return {"episode_uuid": ep["episode_uuid"], "task_id": ep["task_id"], "reward": ep["reward"],
@@ -88,6 +92,7 @@ class TraceReader:
                 "task": json.loads(ep["task_json"] or "null"), "metadata": metadata,
                 "seat_rewards": seat_rewards(metadata),
                 "turns": [{"idx": t["idx"], "player": t["player"], "model": t["model"], "static": bool(t["static"]),
+                           "context_only": bool(t["context_only"]),
                            "weight_version": t["weight_version"], "messages": json.loads(t["messages_json"] or "[]"),
                            "response": t["response_text"], "ts": t["ts"],
                            "prompt_tokens": len(t["prompt_ids"] or b"") // 4,

@@ -118,6 +118,7 @@ async def _run(serving: Any, req: CompletionRequest, timing: dict[str, Any], pre
             used += len(gen.token_ids)
             result.turns.append(Turn(prompt_ids=ids, response_ids=list(gen.token_ids), response_logprobs=list(gen.logprobs),
                                            messages=[], response_text=text, model=req.model,
+                                           context_only=req.context_only,
                                            temperature=sampling.temperature, top_p=sampling.top_p,
                                            weight_version=gen.weight_version))
         prompt_tokens = sum(len(ids) for _, ids in prompts)

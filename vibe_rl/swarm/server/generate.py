@@ -145,9 +145,14 @@ def submit(engine: Sampler, prompts: list[list[int]], sampling: Any, n: int, tim
 
 
 def logprobs_content(tokenizer: Any, gen: Any) -> list[dict[str, Any]]:
-    """OpenAI `logprobs.content`: each sampled token, its logprob, and its top alternatives if asked for."""
+    """OpenAI `logprobs.content`: each sampled token, its logprob, and its top alternatives if asked for.
+
+    An id past the tokenizer's vocabulary (models pad their embedding to a multiple of 64 or 128, and a
+    sampler can draw a padding row) has no token: it is listed as "" with `bytes` None, never an error."""
     def entry(token_id: int, logprob: float) -> dict[str, Any]:
         token = tokenizer.convert_ids_to_tokens(token_id)
+        if token is None:
+            return {"token": "", "logprob": logprob, "bytes": None}
         return {"token": token, "logprob": logprob, "bytes": list(token.encode("utf-8"))}
 
     tops = gen.top_logprobs or [[] for _ in gen.token_ids]
@@ -179,7 +184,8 @@ def _chat_body(engine: Any, req: ChatCompletionRequest, gens: list[Any], message
         completion_tokens += len(gen.token_ids)
         turns.append(Turn(prompt_ids=prompt_ids, response_ids=list(gen.token_ids),
                                 response_logprobs=list(gen.logprobs), messages=messages, response_text=text,
-                                model=req.model, static=static, temperature=sampling.temperature,
+                                model=req.model, static=static, context_only=req.context_only,
+                                temperature=sampling.temperature,
                                 top_p=sampling.top_p,
                                 weight_version=getattr(gen, "weight_version", getattr(engine, "version", 0))))
     body = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),

@@ -329,7 +329,7 @@ class SwarmServing:
             self.pool.add(done)  # a group it completes wakes the trainer's loop
         self.counters["episodes_ended"] += 1
         result = {"episode_uuid": ep.uuid, "already_ended": False, "llm_calls": ep.llm_calls,
-                  "trainable_turns": sum(1 for t in ep.turns if not t.static)}
+                  "trainable_turns": sum(1 for t in ep.turns if t.trainable)}
         if not ep.llm_calls and ep.kind != "eval":  # legitimate at times, but usually a client bug: say so
             result["warning"] = (f"Episode {ep.uuid} (task {done.task_id!r}) ended without any LLM call through its "
                                  "key, so nothing of it is trained. Call the model through the episode: ep.openai(), "

@@ -147,7 +147,8 @@ class StaticRouter:
 
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0))
-        payload = req.model_dump(exclude_none=True, exclude={"stream", "stream_options"})
+        # context_only is vibe-rl's own field (an upstream API would refuse it); a static call is never trained anyway
+        payload = req.model_dump(exclude_none=True, exclude={"stream", "stream_options", "context_only"})
         payload["model"] = model.upstream_model or model.name
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         try:

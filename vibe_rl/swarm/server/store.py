@@ -30,10 +30,15 @@ CREATE INDEX IF NOT EXISTS episodes_status ON episodes(status);
 CREATE TABLE IF NOT EXISTS turns (
     episode_uuid TEXT NOT NULL, idx INTEGER NOT NULL, player TEXT, model TEXT, static INTEGER,
     weight_version INTEGER, messages_json TEXT, response_text TEXT, prompt_ids BLOB, response_ids BLOB,
-    logprobs BLOB, temperature REAL, top_p REAL, ts REAL, PRIMARY KEY (episode_uuid, idx));
+    logprobs BLOB, temperature REAL, top_p REAL, ts REAL, context_only INTEGER DEFAULT 0,
+    PRIMARY KEY (episode_uuid, idx));
 CREATE TABLE IF NOT EXISTS updates (step INTEGER PRIMARY KEY, metrics_json TEXT, ts REAL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
+
+TURN_INSERT = ("INSERT INTO turns (episode_uuid, idx, player, model, static, weight_version, messages_json, "
+               "response_text, prompt_ids, response_ids, logprobs, temperature, top_p, ts, context_only) "
+               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 
 def _ids(blob: bytes | None, code: str) -> list:
@@ -59,6 +64,9 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # survives a killed process; fsync at checkpoints
         self._db.executescript(SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(turns)")}
+        if "context_only" not in columns:  # a database written before the column existed
+            self._db.execute("ALTER TABLE turns ADD COLUMN context_only INTEGER DEFAULT 0")
 
     def close(self) -> None:
         with self._lock:
@@ -72,7 +80,8 @@ class Store:
         rows = [(ep.episode_uuid, i, t.player, t.model, int(t.static), t.weight_version,
                  json.dumps(t.messages, ensure_ascii=False), t.response_text,
                  array("i", t.prompt_ids).tobytes(), array("i", t.response_ids).tobytes(),
-                 array("d", t.response_logprobs).tobytes(), t.temperature, t.top_p, t.ts) for i, t in enumerate(ep.turns)]
+                 array("d", t.response_logprobs).tobytes(), t.temperature, t.top_p, t.ts, int(t.context_only))
+                for i, t in enumerate(ep.turns)]
         with self._lock:
             self._db.execute("BEGIN")
             try:
@@ -80,7 +89,7 @@ class Store:
                     "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?)",
                     (ep.episode_uuid, ep.task_id, json.dumps(task, ensure_ascii=False, default=str), ep.reward,
                      json.dumps(metadata, ensure_ascii=False, default=str), status, None, ep.ended_at))
-                self._db.executemany("INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                self._db.executemany(TURN_INSERT, rows)
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -176,10 +185,11 @@ class Store:
                                     messages=json.loads(m), response_text=text or "", player=player,
                                     model=model or "", static=bool(static), weight_version=wv or 0,
                                     temperature=1.0 if temp is None else temp, top_p=1.0 if top_p is None else top_p,
-                                    ts=ts or 0.0)
-                         for player, model, static, wv, m, text, p, r, lp, temp, top_p, ts in self._db.execute(
-                             "SELECT player, model, static, weight_version, messages_json, response_text, "
-                             "prompt_ids, response_ids, logprobs, temperature, top_p, ts FROM turns WHERE episode_uuid=? ORDER BY idx",
+                                    ts=ts or 0.0, context_only=bool(context))
+                         for player, model, static, wv, m, text, p, r, lp, temp, top_p, ts, context in self._db.execute(
+                             "SELECT player, model, static, weight_version, messages_json, response_text, prompt_ids, "
+                             "response_ids, logprobs, temperature, top_p, ts, context_only FROM turns WHERE episode_uuid=? "
+                             "ORDER BY idx",
                              (uuid,))]
                 out.append(CompletedEpisode(uuid, task_id, reward, turns, ended_at or 0.0))
         return out
