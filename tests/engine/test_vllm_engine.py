@@ -190,6 +190,7 @@ def test_the_checkpoint_directory_sync_of_worker_processes(engines):
     assert args["tensor_parallel_size"] == 2 and args["distributed_executor_backend"] == "mp"
     assert args["gpu_memory_utilization"] == 0.4 and args["logprobs_mode"] == "processed_logprobs"
     assert vllm_setup.process_env(tp, "cuda")["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+    assert vllm_setup.process_env(tp, "cuda")["VLLM_LOGGING_STREAM"] == "ext://sys.stderr"  # stdout stays the caller's
 
 
 def test_save_and_load_keep_vllm_on_the_loaded_weights(engines, tmp_path):

@@ -51,7 +51,9 @@ def engine_args(config: EngineConfig, path: Path, device: str, max_model_len: in
 def process_env(config: EngineConfig, device: str) -> dict[str, str]:
     """Environment variables vLLM reads when it starts (set before the engine is built)."""
     env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0" if config.tensor_parallel_size == 1 else "1",
-           "VLLM_USE_FLASHINFER_SAMPLER": "0"}  # flashinfer's sampler would JIT-compile at start
+           "VLLM_USE_FLASHINFER_SAMPLER": "0",  # flashinfer's sampler would JIT-compile at start
+           # vLLM logs to stdout by default: with the server's own logs instead, so a benchmark's stdout stays its JSON
+           "VLLM_LOGGING_STREAM": os.environ.get("VLLM_LOGGING_STREAM", "ext://sys.stderr")}
     if device == "cpu" and config.tensor_parallel_size > 1 and not os.environ.get("VLLM_CPU_OMP_THREADS_BIND"):
         binding = _cpu_binding(config.tensor_parallel_size)  # vLLM binds a worker per NUMA node unless told
         if binding:
