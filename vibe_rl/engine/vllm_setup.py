@@ -16,6 +16,7 @@ vLLM is imported lazily (`vibe_rl.extras.require`); nothing here runs at import 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,11 @@ def apply_env(env: dict[str, str]) -> None:
         if key == "OMP_NUM_THREADS" and os.environ.get(key):
             continue  # the user's own setting wins
         os.environ[key] = value
+    envs = sys.modules.get("vllm.envs")  # imported only if an engine was built before in this process
+    if envs is not None and hasattr(envs, "disable_envs_cache"):
+        # vLLM freezes its environment reads once an engine has started in a process: a second engine (a tensor-
+        # parallel one after a single-process one) would otherwise start with the first one's settings
+        envs.disable_envs_cache()
 
 
 def model_facts(path: Path, config: EngineConfig) -> tuple[Any, set[int], int, int]:
