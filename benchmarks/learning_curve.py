@@ -172,8 +172,7 @@ def one_seed(project: Path, work: Path, args: argparse.Namespace, preset: dict, 
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    chosen = preset["sets"]() if callable(preset["sets"]) else preset["sets"]  # cpu-demo: by this CPU's bf16
-    sets = [*chosen, *args.sets, f"model.seed={seed}", f"model.device={args.device}"]
+    sets = [*preset["sets"], *args.sets, f"model.seed={seed}", f"model.device={args.device}"]
     if args.spy_pool:
         sets.append(f"train.save_freq={args.snapshot_every}")
     env = {k: v for k, v in os.environ.items() if k != "DASHSCOPE_API_KEY"}  # qwen-max: a frozen local copy
@@ -250,7 +249,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.steps % args.eval_every:
         ap.error("--steps must be a multiple of --eval-every")
-    preset = PRESETS[args.preset]
+    preset = dict(PRESETS[args.preset])
+    if callable(preset["sets"]):  # cpu-demo: the dtype follows this CPU's bf16 support, decided once here
+        preset["sets"] = preset["sets"]()
     if args.model.strip().lower() == "smollm2":  # built once here, not inside the first server's boot
         from vibe_rl.engine.smollm2 import ensure_smollm2
 
@@ -278,8 +279,7 @@ def main() -> None:
     mean = sum(gains) / len(gains)
     sd = math.sqrt(sum((g - mean) ** 2 for g in gains) / (len(gains) - 1)) if len(gains) > 1 else 0.0
     out = {"benchmark": "learning_curve", "model": args.model, "device": args.device, "preset": args.preset,
-           "settings": {**preset, "sets": preset["sets"]() if callable(preset["sets"]) else preset["sets"],
-                        "extra_sets": args.sets, "steps": args.steps, "eval_every": args.eval_every,
+           "settings": {**preset, "extra_sets": args.sets, "steps": args.steps, "eval_every": args.eval_every,
                         "eval_episodes": args.eval_episodes, "max_tokens": args.max_tokens,
                         "spy_pool": args.spy_pool, "snapshot_every": args.snapshot_every if args.spy_pool else None},
            "seeds": args.seeds, "rose_in": sum(r["rose"] for r in results), "of": len(results),

@@ -202,16 +202,10 @@ class PagedGenerator:
     def _prefix_in_prefill(self, prompt: list[int], running: list[_Seq]) -> bool:
         """Whether a sequence still prefilling will cache whole blocks of `prompt` it has not cached yet."""
         bs = self.blocks.block_size
-        usable = (len(prompt) - 1) // bs  # as BlockManager.match: one prompt token is always computed
+        usable = (len(prompt) - 1) // bs * bs  # as BlockManager.match: one prompt token is always computed
         for s in running:
-            if not s.prefilling or usable <= len(s.nodes):
-                continue
-            common = 0
-            for a, b in zip(prompt, s.tokens[:s.prompt_len], strict=False):
-                if a != b:
-                    break
-                common += 1
-            if min(common // bs, usable) > len(s.nodes):
+            need = (len(s.nodes) + 1) * bs  # one whole shared block more than it has cached
+            if s.prefilling and need <= min(usable, s.prompt_len) and prompt[:need] == s.tokens[:need]:
                 return True
         return False
 
