@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,18 @@ class Server:
 
     def stop(self) -> None:
         stop(self.proc)
+
+    def wait_updates(self, swarm, n: int = 1) -> list:
+        """The server's updates once there are at least `n`: the trainer runs them in the background, so an ended
+        episode does not mean an update has begun. Fails at once if the server exits; a 10-minute guard against a
+        hang, never a speed bound."""
+        for _ in range(3000):
+            updates = swarm.updates()
+            if len(updates) >= n:
+                return updates
+            assert self.proc.poll() is None, f"the server exited before update {n}:\n{self.output()}"
+            time.sleep(0.2)
+        raise AssertionError(f"no update {n} after 10 minutes:\n{self.output()}")
 
 
 @pytest.fixture

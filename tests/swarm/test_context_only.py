@@ -29,9 +29,7 @@ def test_context_only_calls_are_recorded_but_only_the_other_answers_are_trained(
                 trained_tokens += second.usage.completion_tokens
                 result = ep.end(reward)
             assert result.llm_calls == 2 and result.trainable_turns == 1
-        episode_uuid, _ = swarm.begin_episode()  # waits while the update runs
-        swarm.abort_episode(episode_uuid)
-        (update,) = swarm.updates()
+        (update,) = server.wait_updates(swarm)
     update = update.model_dump()
     assert update["num_loss_tokens"] == trained_tokens and update["trainable_turns"] == 2
     assert update["num_samples"] == 2  # the vote extends the description by ids: one sample, its first answer masked

@@ -4,7 +4,6 @@ end metadata's bool `win` becomes eval/win_rate with its 95% Wilson interval."""
 from __future__ import annotations
 
 import sqlite3
-import time
 
 from vibe_rl.swarm import SwarmClient, Task, TrainJob
 from vibe_rl.swarm.observe.winrate import wilson
@@ -32,12 +31,7 @@ def test_eval_episodes_never_reach_the_pool_or_the_weights(make_server):
         assert status.pool.completed_episodes == 0 and status.global_step == 0 and status.weight_version == 0
         for i in range(job.train.batch_size * job.train.grpo_n):  # now a training batch: one update
             play(swarm, f"train-{i % job.train.batch_size}", reward=float(i % 2))
-        updates = []
-        for _ in range(600):  # the update runs in the background; wait for it (at most a few minutes)
-            updates = swarm.updates()
-            if updates:
-                break
-            time.sleep(0.5)
+        updates = server.wait_updates(swarm)
         first = updates[0].model_dump()
         assert first["eval/episodes"] == job.train.batch_size * job.train.grpo_n
         assert first["eval/reward_mean"] == 0.5

@@ -33,7 +33,8 @@ def test_a_vllm_server_reaches_global_step_1_through_the_openai_sdk(make_server)
         streamed = llm.chat.completions.create(model=api.model, messages=msgs, max_tokens=5, stream=True)
         assert sum(len(c.choices[0].delta.content or "") for c in streamed if c.choices) > 0
         client.end_episode(Task(task_id="apple"), episode_uuid, WorkflowOutput(reward=reward))
-    episode_uuid, api = client.begin_episode()  # waits while the update runs
+    server.wait_updates(client)  # the update runs in the background
+    episode_uuid, api = client.begin_episode()
     llm = openai.OpenAI(base_url=api.base_url, api_key=api.api_key, max_retries=0)
     assert llm.chat.completions.create(model=api.model, messages=msgs, max_tokens=4).system_fingerprint == "v1"
     client.abort_episode(episode_uuid)
