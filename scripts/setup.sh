@@ -22,7 +22,7 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     .venv/bin/pip install -q "torch==$TORCH_VERSION"
   fi
 fi
-if ! .venv/bin/python -c "import vibe_rl, transformers, fastapi, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab, triton, gguf" 2>/dev/null \
+if ! .venv/bin/python -c "import vibe_rl, transformers, uvicorn, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab, triton, gguf" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.vibe-rl-installed ]; then
   echo "[setup] installing vibe-rl[train,dev,real] (editable)"
   .venv/bin/pip install -q -e ".[train,dev,real]"

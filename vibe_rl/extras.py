@@ -14,7 +14,6 @@ EXTRA_OF = {
     "peft": "train",
     "safetensors": "train",
     "tokenizers": "train",
-    "fastapi": "server",
     "uvicorn": "server",
     "libtmux": "autopilot",
     "anthropic": "llm",

@@ -26,7 +26,7 @@ def npx() -> str:
 @pytest.fixture
 def server(tiny_model_dir, tmp_path):
     """A real `vibe-rl swarm start` on a free loopback port with the tiny model; its URL."""
-    pytest.importorskip("fastapi", reason="the swarm server needs the 'server' extra")
+    pytest.importorskip("uvicorn", reason="the swarm server needs the 'server' extra")
     port, exp = free_port(), tmp_path / "experiment"
     log_path = tmp_path / "server.log"
     config = tmp_path / "server.yaml"  # static models come only from the server's own config

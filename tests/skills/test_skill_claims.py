@@ -53,18 +53,10 @@ def endpoint_mentions(text: str) -> list[tuple[str | None, str]]:
 
 
 def server_routes() -> list[tuple[str, re.Pattern]]:
-    """(method, path pattern) of every route the swarm server serves (FastAPI routers + the hot path)."""
-    pytest.importorskip("fastapi", reason="the swarm server's routes need the 'server' extra")
-    from vibe_rl.swarm.server import hotpath, routers
+    """(method, path pattern) of every route the swarm server serves (its one route table)."""
+    from vibe_rl.swarm.server.routes import ROUTES
 
-    def pattern(path: str) -> re.Pattern:
-        parts = re.split(r"(\{[^}]+\})", path)
-        return re.compile("".join((".+" if p.endswith(":path}") else "[^/]+") if p.startswith("{") else re.escape(p)
-                                  for p in parts) + "$")
-
-    routes = [(method, pattern(r.path)) for router in (routers.control, routers.openai, routers.misc)
-              for r in router.routes for method in r.methods]
-    return routes + [("POST", pattern(path)) for path in hotpath.ROUTES]
+    return [(r.method, re.compile(re.escape(r.path) + ("(/.*)?$" if r.prefix else "$"))) for r in ROUTES]
 
 
 def test_the_endpoint_scanner_sees_methods_and_rejects_unknown_routes():

@@ -21,8 +21,11 @@ from vibe_rl.swarm.auth import ENV_TOKEN_FILE, TOKEN_FILE_NAME, ensure_token_fil
 from vibe_rl.swarm.server.static import local_note
 
 # On a CPU machine a server's job is capped at these values: a config value that is already smaller is
-# kept, and a key the user sets with --set is left to the user.
-CPU_CAPS = {"train.batch_size": 2, "train.grpo_n": 2, "rollout.max_tokens": 16}
+# kept, and a key the user sets with --set is left to the user. train.max_samples: a game of many seats and
+# rounds makes a hundred or more samples per update (the seed spec's: 4 games, ~240 samples of ~700 tokens),
+# which a real model trains at ~2-3 s a sample on 2 CPU cores without bf16; the extra ones are dropped and
+# counted (`dropped_samples` in the update's metrics).
+CPU_CAPS = {"train.batch_size": 2, "train.grpo_n": 2, "rollout.max_tokens": 16, "train.max_samples": 16}
 
 
 class RunOptions(BaseModel):

@@ -109,13 +109,19 @@ def score(model: Any, batch: dict[str, Any], temperature_aware: bool = True) -> 
 
     Position t of the logits predicts token t+1, so everything is shifted by one:
     the returned values follow the order of `batch[...][:, 1:][mask]`.
+
+    Only the positions that predict a written token in some row are projected onto the vocabulary (a
+    Hugging Face model's `logits_to_keep`): an agent's prompts are long and its answers short, so the
+    full (B, T, V) logits were most of a step's memory and a fifth of its compute for nothing. A model
+    without `logits_to_keep` gets the full logits, then the same positions.
     """
     torch = require("torch", "training")
-    with stable_attention():
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, T, V)
     mask = batch["loss_mask"][:, 1:]  # (B, T-1): which predicted tokens the model wrote
+    keep = mask.any(dim=0).nonzero().squeeze(1)  # (K,) the positions some row is scored at
+    with stable_attention():
+        logits = _kept_logits(model, batch, keep)  # (B, K, V)
     targets = batch["input_ids"][:, 1:][mask]  # (N,)
-    picked = logits[:, :-1][mask]  # (N, V)
+    picked = logits[mask[:, keep]]  # (N, V): row-major over (B, K) with K ascending, the order of `targets`
     shape = mask.shape
     if temperature_aware:
         temps = batch["temperature"][:, None].expand(shape)[mask]  # (N,)
@@ -124,3 +130,24 @@ def score(model: Any, batch: dict[str, Any], temperature_aware: bool = True) -> 
         temps = torch.ones_like(targets, dtype=torch.float32)
         top_p = torch.ones_like(temps)
     return token_logprobs(picked, targets, temps, top_p), mask
+
+
+_FULL_LOGITS: set[type] = set()  # model classes whose forward has no `logits_to_keep`
+
+
+def _kept_logits(model: Any, batch: dict[str, Any], keep: Any) -> Any:
+    """The logits at positions `keep` (B, K, V), computed only there when the model allows it."""
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    if type(model) not in _FULL_LOGITS:
+        try:
+            logits = model(**inputs, logits_to_keep=keep).logits
+        except TypeError as exc:  # transformers < 4.50, or a custom model
+            if "logits_to_keep" not in str(exc):
+                raise
+            _FULL_LOGITS.add(type(model))
+        else:
+            if logits.shape[1] == keep.numel():
+                return logits
+            _FULL_LOGITS.add(type(model))  # it took the keyword and returned every position
+            return logits[:, keep]
+    return model(**inputs).logits[:, keep]

@@ -2,13 +2,13 @@
 
     client/    what a project's roll script imports: SwarmClient, AsyncSwarmClient, episodes,
                routing of roles to models, the task schedule, GRPO groups and
-               the loop over them, play_groups (no torch, no fastapi)
+               the loop over them, play_groups (no torch, no uvicorn)
     server/    the training server: build_app, serving, the hot path, the pool, the store, updates
     observe/   seeing training: metrics and loggers, curves, traces and their viewer, overwatch
     protocol   the wire models both sides speak; auth: the admin token's files, read by both sides;
     launch     spawn a server process, wait for /healthz, stop it
 
-Importing this package is light (no torch, no fastapi): a generated project's
+Importing this package is light (no torch, no uvicorn): a generated project's
 `agent_roll.py` needs only the client, whose public names are re-exported here.
 The server is `vibe_rl.swarm.server.app`.
 """

@@ -1,6 +1,6 @@
 """Wire models of the swarm server: OpenAI chat completions, episodes, control.
 
-Pure pydantic (no fastapi, no torch), so the client can share them. Responses on
+Pure pydantic (no uvicorn, no torch), so the client can share them. Responses on
 the hot path are plain dicts built in `serving.py`; the status is built as `EngineStatus`
 (`vibe_rl.swarm.server.status`), which the client reads back.
 """

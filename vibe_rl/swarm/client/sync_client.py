@@ -1,4 +1,4 @@
-"""The light Python client of a swarm server (no torch, no fastapi).
+"""The light Python client of a swarm server (no torch, no uvicorn).
 
     swarm = SwarmClient("http://127.0.0.1:10086")
     swarm.auto_sync_train_config_and_start_engine(TrainJob.from_yaml("job.yaml"))

@@ -1,12 +1,10 @@
-"""`build_app(config)`: the swarm server's FastAPI app, its lifespan and error envelope.
+"""`build_app(config)`: the swarm server's ASGI app and its lifespan; `serve(config)` runs it under uvicorn.
 
-Every HTTP error (validation, malformed JSON, unknown route, method, server
-error) leaves in OpenAI's `{"error": {"message", "type", "param", "code"}}`
-envelope, so the official SDKs raise the matching exception class.
-
-The hot episode endpoints are answered by `vibe_rl.swarm.server.hotpath.HotPath`, a pure
-ASGI front that also runs `vibe_rl.swarm.server.guard.Guard` on every request; `build_app`
-returns it wrapped around the FastAPI app.
+The app is `vibe_rl.swarm.server.front.Front`, the one front door: `Guard` on every request, then the route table
+of `vibe_rl.swarm.server.routes` (every endpoint, typed bodies and queries). Every HTTP error (validation,
+malformed JSON, unknown route, method, server error) leaves in OpenAI's
+`{"error": {"message", "type", "param", "code"}}` envelope, so the official SDKs raise the matching exception
+class.
 
 The admin token (`vibe_rl.swarm.auth`) is resolved by `resolve_token` before the app
 is built; the lifespan writes it (0600) to the token file and to this port's registry
@@ -16,7 +14,6 @@ entry, and removes the registry entry on a clean shutdown.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -26,7 +23,7 @@ from vibe_rl.errors import ConfigError
 from vibe_rl.extras import require
 from vibe_rl.swarm import auth
 from vibe_rl.swarm.server.config import ServerConfig
-from vibe_rl.swarm.server.errors import ApiError, validation_error
+from vibe_rl.swarm.server.errors import ApiError
 
 log = logging.getLogger("vibe_rl.swarm")
 
@@ -65,85 +62,39 @@ def _write_token(config: ServerConfig, token: str) -> list[Path]:
 
 
 def build_app(config: ServerConfig, token: str | None = None) -> Any:
-    """The ASGI app. `token`: the admin token (default: `resolve_token(config)`)."""
+    """The ASGI app (`front.Front`). `token`: the admin token (default: `resolve_token(config)`)."""
     if token is None:
         token = resolve_token(config)[0]
-    fastapi = require("fastapi", "the swarm server")
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
-    from starlette.exceptions import HTTPException as StarletteHTTPException
-
-    from vibe_rl.swarm.server import routers
+    from vibe_rl.swarm.server.front import Front
     from vibe_rl.swarm.server.guard import Guard
-    from vibe_rl.swarm.server.hotpath import HotPath
     from vibe_rl.swarm.server.serving import SwarmServing
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Any):
+    written: list[Path] = []
+    reaper: list[asyncio.Task] = []
+
+    async def startup(front: Front) -> None:
         serving = SwarmServing(config)
-        app.state.serving = serving
-        written = _write_token(config, token)
-        reaper = asyncio.get_running_loop().create_task(serving.reap_forever())
+        front.serving = serving
+        written.extend(_write_token(config, token))
+        reaper.append(asyncio.get_running_loop().create_task(serving.reap_forever()))
         if config.boot_on_start and config.base_job is not None:
             try:
                 await serving.start(None)
             except ApiError as err:  # a job the server refuses: reported like a failed boot, state OFFLINE
                 serving.errors.append(f"engine boot failed: {err.message}")
                 print(f"error: the --config job was refused: {err.message}", flush=True)
-        try:
-            yield
-        finally:
-            reaper.cancel()
-            await serving.shutdown()
-            registry = auth.registry_path(config.port)
-            if registry in written and auth.read_secret(registry) == token:
-                registry.unlink(missing_ok=True)
 
-    app = fastapi.FastAPI(title="vibe-rl swarm server", lifespan=lifespan, docs_url=None, redoc_url=None)
+    async def shutdown(front: Front) -> None:
+        for task in reaper:
+            task.cancel()
+        if front.serving is not None:
+            await front.serving.shutdown()
+        registry = auth.registry_path(config.port)
+        if registry in written and auth.read_secret(registry) == token:
+            registry.unlink(missing_ok=True)
 
-    def envelope(err: ApiError) -> JSONResponse:
-        return JSONResponse(err.body(), status_code=err.status, headers=err.headers())
-
-    @app.exception_handler(ApiError)
-    async def _api_error(request: Any, exc: ApiError) -> JSONResponse:
-        return envelope(exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Any, exc: RequestValidationError) -> JSONResponse:
-        return envelope(validation_error(list(exc.errors())))
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Any, exc: StarletteHTTPException) -> JSONResponse:
-        path, headers = request.url.path, dict(exc.headers or {})
-        if exc.status_code == 404:
-            message = (f"No route {request.method} {path}. The swarm server serves /v1/chat/completions, "
-                       "/v1/completions, /v1/models, /episode/{begin,end,abort,prepare,commit,outcome}, /control/{start,status,stop,updates,traces,ui}, "
-                       "/healthz (docs/client.md, 'The HTTP endpoints').")
-            tidy = "/" + "/".join(p for p in path.split("/") if p)
-            if tidy != path:
-                message += f" Did you mean {tidy}? (no doubled or trailing slash: join base_url and path with one '/')"
-        elif exc.status_code == 405:
-            allow = headers.get("Allow") or headers.get("allow") or "another method"
-            message = f"{path} takes {allow}, not {request.method}."
-        else:
-            message = str(exc.detail)
-        err = ApiError(exc.status_code, message, code="method_not_allowed" if exc.status_code == 405
-                       else f"http_{exc.status_code}")
-        return JSONResponse(err.body(), status_code=err.status, headers={**headers, **err.headers()})
-
-    @app.exception_handler(Exception)
-    async def _crash(request: Any, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        serving = getattr(request.app.state, "serving", None)
-        if serving is not None:
-            serving.errors.append(f"{request.method} {request.url.path}: {type(exc).__name__}: {exc}")
-        return envelope(ApiError(500, f"Internal server error: {type(exc).__name__}: {exc}", code="internal_error"))
-
-    for router in (routers.control, routers.openai, routers.misc):
-        app.include_router(router)
     guard = Guard(config.host, token, config.allowed_hosts, config.max_body_bytes, config.port)
-    app.state.logins = guard.logins  # the viewer's login links (POST /control/login, GET /control/ui/login)
-    return HotPath(app, guard)
+    return Front(guard, startup, shutdown)
 
 
 def serve(config: ServerConfig) -> None:

@@ -3,7 +3,7 @@
 `ApiError` is what serving returns (or raises) and every front renders as OpenAI's
 `{"error": {"message", "type", "param", "code"}}` envelope, so the official SDKs raise the
 matching exception class. `validation_error` turns pydantic's error list into one such 400;
-the FastAPI handlers (`app`, `routers`) and the hot path (`hotpath`) share it.
+every route's body and query parsing (`routes`) shares it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Request checks that run before any route: Host/Origin, content type, body size, credentials.
 
-Called by `vibe_rl.swarm.server.hotpath.HotPath` (the outermost ASGI app) for every HTTP
+Called by `vibe_rl.swarm.server.front.Front` (the server's one ASGI app) for every HTTP
 request, so control routes, hot routes and unknown routes are checked alike:
 
 - `Host` must name this server: a loopback name when bound to loopback, the bind

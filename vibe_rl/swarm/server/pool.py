@@ -8,7 +8,7 @@ A weight update starts when the collection policy holds:
   (a group with equal rewards has zero advantage everywhere and teaches nothing).
 - `episodes`: `batch_size * grpo_n` episodes, whatever their tasks.
 
-Pure Python: no torch, no fastapi.
+Pure Python: no torch, no uvicorn.
 """
 
 from __future__ import annotations

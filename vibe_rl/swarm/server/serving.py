@@ -1,7 +1,7 @@
 """The serving class: owns the engine, the running episodes, the pool and the store.
 
 Every public coroutine returns a result or raises `ApiError` (rendered by the app
-as OpenAI's error envelope); routers stay thin. All state is touched on the
+as OpenAI's error envelope); the route handlers (`routes.py`) stay thin. All state is touched on the
 event loop thread only; the engine generates in its own thread (futures) and
 trains in a worker thread (`asyncio.to_thread`).
 
