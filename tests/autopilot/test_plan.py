@@ -66,6 +66,8 @@ def test_cpu_caps_keep_small_config_values_and_leave_set_keys_to_the_user(base_p
     note = next(n for n in notes if n.startswith("CPU run"))
     assert "train.grpo_n=1 (kept from config.yaml)" in note and "train.batch_size=3 (--set)" in note
     assert "rollout.max_tokens=16 (CPU cap" in note and client.env["VIBE_RL_MAX_TOKENS"] == "16"
+    # a game of many seats and rounds trains at most 16 samples an update on CPU (the rest dropped and counted)
+    assert "--set train.max_samples=16" in cmd and "train.max_samples=16 (CPU cap" in note
 
 
 def test_two_folders_of_one_family_get_their_own_names_and_ports(base_project, tmp_path):

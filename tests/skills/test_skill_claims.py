@@ -11,7 +11,6 @@ import typing
 from enum import Enum
 from pathlib import Path
 
-import pytest
 import yaml
 from pydantic import BaseModel
 from skillpack import REPO, SKILLS_DIR

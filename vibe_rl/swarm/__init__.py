@@ -3,7 +3,7 @@
     client/    what a project's roll script imports: SwarmClient, AsyncSwarmClient, episodes,
                routing of roles to models, the task schedule, GRPO groups and
                the loop over them, play_groups (no torch, no uvicorn)
-    server/    the training server: build_app, serving, the hot path, the pool, the store, updates
+    server/    the training server: build_app, the front door and its route table, serving, the pool, the store, the trainer
     observe/   seeing training: metrics and loggers, curves, traces and their viewer, overwatch
     protocol   the wire models both sides speak; auth: the admin token's files, read by both sides;
     launch     spawn a server process, wait for /healthz, stop it
