@@ -9,7 +9,7 @@
 # uv venvs, the watcher) to 10 updates after a supervised warm start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+VIBE_RL_EXTRAS=demo bash scripts/setup.sh  # what the demo runs; the test command installs the rest
 export PATH="$PWD/.venv/bin:$PATH"
 DEMO=${VIBE_RL_DEMO_DIR:-/tmp/vibe-rl-demo}
 

