@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from vibe_rl.swarm.auth import bearer
 from vibe_rl.swarm.server.errors import ApiError
 from vibe_rl.swarm.server.guard import Guard, header
 from vibe_rl.swarm.server.routes import ROUTES, Reply, Request, RouteTable
@@ -112,7 +113,7 @@ class Front:
     def _refusal(self, scope: dict, refused: ApiError) -> ApiError:
         """A 401 that says so when the credential sent to an admin endpoint is an episode's api_key (a common slip:
         reusing the last episode's key to begin the next one)."""
-        keys = [header(scope, b"x-vibe-rl-token"), Request(scope).credential]
+        keys = [header(scope, b"x-vibe-rl-token"), bearer(header(scope, b"authorization"))]
         if refused.code != "invalid_admin_token" or self.serving is None or \
                 not any(k and self.serving.registry.knows_key(k) for k in keys):
             return refused
@@ -125,7 +126,7 @@ class Front:
     def _stranger(self, scope: dict, keyed: bool) -> ApiError | None:
         """None when the request's credential is the admin token or a key this server issued (a running episode's,
         or a gone one's: its route explains, 410); else the answer, from the headers alone."""
-        key = Request(scope).credential
+        key = bearer(header(scope, b"authorization"))
         if scope.get("vibe_admin") or (self.serving is not None and key and self.serving.registry.knows_key(key)):
             return None
         if not keyed or self.serving is None:

@@ -71,10 +71,13 @@ class Request:
             host = f"{server[0]}:{server[1]}"
         return f"{self.scope.get('scheme', 'http')}://{host}"
 
+    @property
+    def query_params(self) -> dict[str, str]:
+        return dict(parse_qsl(self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+
     def query(self, model: type[BaseModel]) -> Any:
-        pairs = parse_qsl(self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
         try:
-            return model.model_validate(dict(pairs))
+            return model.model_validate(self.query_params)
         except ValidationError as exc:
             raise validation_error(exc.errors()) from None
 
@@ -256,7 +259,7 @@ async def ui(serving: Any, req: Request) -> Any:
     from vibe_rl.swarm.server.login import SECURITY_HEADERS, login_page
 
     rest = req.params.get("rest", "")
-    query = dict(parse_qsl(req.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+    query = req.query_params
     if rest.rstrip("/") == "login":
         session = req.logins.redeem(query.get("code"))
         if session is None:
