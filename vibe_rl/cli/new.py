@@ -114,7 +114,7 @@ def register(app: typer.Typer) -> None:
             for path in files:
                 typer.echo(f"  {path.relative_to(target)}")
         if task.family == "turn_based" and plan_file is None and not used.startswith("offline"):
-            from vibe_rl.planner.rules_writer import chat_for, write_rules
+            from vibe_rl.scaffold.rules_writer import chat_for, write_rules
 
             write_rules(target, spec, chat_for(used), max_rounds=rules_rounds,
                         log=lambda line: typer.echo(line, err=as_json))

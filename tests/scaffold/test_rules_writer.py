@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.scripted_api import ScriptedAPI
 
-from vibe_rl.planner.rules_writer import RulesWriteError, chat_for, write_rules
+from vibe_rl.scaffold.rules_writer import RulesWriteError, chat_for, write_rules
 
 VIBE_RL = str(Path(sys.executable).parent / "vibe-rl")
 SPEC = ("Train an agent for Race to Ten: 2 players take turns adding 1 or 2 to a shared counter that starts at 0; "
