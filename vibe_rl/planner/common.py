@@ -62,8 +62,7 @@ def constraints(facts: Facts, notes: list[str], random_ids: bool, tools: bool = 
 
 
 def reward(facts: Facts, notes: list[str], per: str = "") -> RewardScheme:
-    win = facts.win if facts.win is not None else 1.0
-    loss = facts.loss if facts.loss is not None else 0.0
+    win, loss = first_given(facts.win, 1.0), first_given(facts.loss, 0.0)
     if facts.win is None or facts.loss is None:
         notes.append(f"Reward not fully given: win {win:g}, loss {loss:g}.")
     if win == loss:
@@ -98,10 +97,7 @@ def tabled(facts: Facts, name: str, manifest: Manifest, notes: list[str], rows: 
     if not rows:
         return None
     value = read(facts.src, rows, notes, facts.claimed, prefix="game.").get(name)
-    if value is None:
-        return None
-    start, end = facts.src.sources[f"game.{name}"]
-    return Found(value, start, end)
+    return None if value is None else Found(value, *facts.src.sources[f"game.{name}"])
 
 
 def _keyed(facts: Facts, name: str) -> Found | None:
@@ -152,7 +148,7 @@ def static_endpoint(facts: Facts, model: StaticModel) -> StaticModel:
     if url_env:
         model.base_url, model.base_url_env = None, url_env.group(1)
     keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
-    if keys and (model.base_url or model.base_url_env) and (model.api_key_env is None or model.api_key_env not in keys):
+    if keys and (model.base_url or model.base_url_env) and model.api_key_env not in keys:
         model.api_key_env = keys[0]  # with no URL a key is never used (doctor reports it): static_note says so
     return model
 
@@ -171,19 +167,17 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
     if model.base_url and model.base_url not in facts.text:
         notes.append(f"Static model {model.name}: base URL {model.base_url} filled in (a known provider), key from "
                      f"${model.api_key_env}; without that key the server serves a frozen local copy.")
-    elif model.base_url_env and model.base_url_env not in facts.text:  # the key given, the URL env var ours
-        notes.append(f"Static model {model.name}: key from ${model.api_key_env}, but the spec gives no URL for it: "
-                     f"set ${model.base_url_env} to its OpenAI-compatible base URL where the server starts (the "
-                     f"server reads base_url_env {model.base_url_env} then); while ${model.base_url_env} or "
-                     f"${model.api_key_env} is unset the server serves a frozen local copy of the trainable model "
-                     "under that name and says so.")
-    elif model.base_url_env:
-        key = f", key from ${model.api_key_env}" if model.api_key_env else ""
-        unset = f"${model.base_url_env}" + (f" or ${model.api_key_env}" if model.api_key_env else "")
-        notes.append(f"Static model {model.name}: URL from ${model.base_url_env}{key}, read when the server starts; "
-                     f"while {unset} is unset the server serves a frozen local copy of the trainable model under "
-                     "that name and says so.")
-    elif not (model.base_url or model.base_url_env) and model.name != "opponent":
+    elif env := model.base_url_env:
+        key = f"${model.api_key_env}" if model.api_key_env else ""
+        if env in facts.text:
+            how = f"URL from ${env}{key and ', key from ' + key}, read when the server starts"
+        else:  # the key given, the URL env var ours (vibe_rl.planner.statics)
+            key = f"${model.api_key_env}"
+            how = (f"key from {key}, but the spec gives no URL for it: set ${env} to its OpenAI-compatible "
+                   f"base URL where the server starts (the server reads base_url_env {env} then)")
+        notes.append(f"Static model {model.name}: {how}; while ${env}{key and ' or ' + key} is unset the "
+                     "server serves a frozen local copy of the trainable model under that name and says so.")
+    elif not model.base_url and model.name != "opponent":
         keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
         notes.append(f"Static model {model.name}: the spec gives no URL for it and it is not a provider the planner "
                      f"knows, so the server serves it as a frozen local copy of the trainable model under that name. "
@@ -218,12 +212,11 @@ def first_server(facts: Facts, notes: list[str]) -> tuple[str, int, int, int]:
 
 def no_model_path(facts: Facts, notes: list[str], server: str = "") -> str:
     """The path of a trainable model the spec does not name ('tiny'), with a note that says what to do."""
-    if server and not facts.model_size:
-        notes.append(f"No base model path for {server}: using 'tiny'.")
-    elif facts.model_size:
+    if facts.model_size:
         notes.append(f"The spec asks for a {facts.model_size}B model but names no model directory: using the tiny "
                      "offline model ('tiny'). Put the model's local directory in servers[].model_path of "
                      "task_spec.json and render it with `vibe-rl new --plan`, or name the path in the spec.")
     else:
-        notes.append("No base model path found: using the tiny offline model ('tiny').")
+        notes.append(f"No base model path for {server}: using 'tiny'." if server else
+                     "No base model path found: using the tiny offline model ('tiny').")
     return "tiny"
