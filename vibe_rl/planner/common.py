@@ -76,7 +76,12 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
     """Set a manifest parameter from a found value, else from a line keyed by its own name ("max_days: 8",
     "learner_seat: 1": a spec in the plan's own words is read exactly), else note its default."""
     if found is None and name in manifest.parameters:
-        found = _keyed(facts, name) or tabled(facts, name, manifest, notes)
+        m = facts.src.search(rf"(?<![\w.]){re.escape(name)}\s*[:：=]\s*(-?\d+(?:\.\d+)?)(?![\w.])", mark=False)
+        if m is None:
+            found = tabled(facts, name, manifest, notes)
+        else:
+            value = float(m.group(1))
+            found = Found(int(value) if value.is_integer() and "." not in m.group(1) else value, *m.span())
     if found is not None:
         game[name] = facts.use(found)
         facts.src.source(f"game.{name}", found.start, found.end)
@@ -94,18 +99,8 @@ def tabled(facts: Facts, name: str, manifest: Manifest, notes: list[str], rows: 
     w = param.words
     rows = rows or [Row(name, tuple(w.en), tuple(w.zh), type(param.default) if isinstance(param.default, float) else int,
                 param.min, param.max, tuple(w.unit), tuple(w.after))] if w else [r for r in GAME if r.field == name]
-    if not rows:
-        return None
     value = read(facts.src, rows, notes, facts.claimed, prefix="game.").get(name)
     return None if value is None else Found(value, *facts.src.sources[f"game.{name}"])
-
-
-def _keyed(facts: Facts, name: str) -> Found | None:
-    m = facts.src.search(rf"(?<![\w.]){re.escape(name)}\s*[:：=]\s*(-?\d+(?:\.\d+)?)(?![\w.])", mark=False)
-    if m is None:
-        return None
-    value = float(m.group(1))
-    return Found(int(value) if value.is_integer() and "." not in m.group(1) else value, *m.span())
 
 
 def planned_modes(facts: Facts, modes: list[Mode], notes: list[str], asked: tuple[str, ...] = ()) -> list[Mode]:
@@ -118,9 +113,7 @@ def planned_modes(facts: Facts, modes: list[Mode], notes: list[str], asked: tupl
         [m for m in modes if m.name not in facts.modes_excluded]
     named = [n for n in dict.fromkeys([*facts.modes_named, *asked]) if n in names]
     keep.sort(key=lambda m: named.index(m.name) if m.name in named else len(named))
-    for mode in facts.modes_excluded:
-        if mode in names:
-            notes.append(f"Mode {mode} left out: the spec excludes it.")
+    notes.extend(f"Mode {m} left out: the spec excludes it." for m in facts.modes_excluded if m in names)
     if facts.modes_only:
         notes.append(f"Only mode(s) {', '.join(m.name for m in keep)} planned, as the spec asks.")
     elif len(keep) > 1:

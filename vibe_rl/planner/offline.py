@@ -1,9 +1,8 @@
 """The offline planner: picks a template family by its manifest keywords, then applies that family's rules.
 
-A family's rules live next to its templates (`templates/<family>/rules.py`, `build(facts, manifest) ->
-TaskSpec`) and are loaded from that file by path: library code never imports `templates/` as a package.
-After the rules ran, every number, path, env var or model name of the spec that did not land in the
-TaskSpec is listed in `TaskSpec.unparsed` (see vibe_rl.planner.text).
+A family's rules (`templates/<family>/rules.py`, `build(facts, manifest) -> TaskSpec`) are loaded from that
+file by path: library code never imports `templates/` as a package. Every number, path, env var or model name
+of the spec that did not land in the TaskSpec is then listed in `TaskSpec.unparsed` (vibe_rl.planner.text).
 
 A family is planned only when the spec names it. A game that only resembles one ("Mafia (like werewolves)", "a
 werewolf-like game", "类似狼人杀的游戏") is planned as that family (the spec says it is close enough) with a
@@ -59,12 +58,11 @@ def pick_family(text: str, families: list[Manifest]) -> tuple[Manifest, list[str
                            f"{HOW_TO_GO_FURTHER}")
     chosen = scores[0][2]
     others = [f"{name} ({hits})" for hits, name, _ in scores if hits and name != chosen.name]
-    if not others:
-        return chosen, []
-    tie = " (as many hits: check that this is the game you mean)" if scores[1][0] == scores[0][0] else \
-        ", the family named most"
-    return chosen, [f"The spec also names {', '.join(others)} (keyword hits); planned as {chosen.name} only"
-                    f"{tie}. Plan the other one with its own spec, or pass --family to choose."]
+    tie = len(scores) > 1 and scores[1][0] == scores[0][0]
+    why = " (as many hits: check that this is the game you mean)" if tie else ", the family named most"
+    note = (f"The spec also names {', '.join(others)} (keyword hits); planned as {chosen.name} only{why}. "
+            "Plan the other one with its own spec, or pass --family to choose.")
+    return chosen, [note] if others else []
 
 
 def _words(text: str) -> str:
@@ -97,8 +95,7 @@ class OfflinePlanner:
     read = None  # the marked SpecText of the last plan (vibe_rl.planner.review reads its sources)
 
     def plan(self, text: str, family: str | None = None) -> TaskSpec:
-        """Rewrite the spec, apply its family's rules (`family`, else the one its keywords name) and list
-        what was not understood; the rewrites' and the family choice's notes go first in the plan's."""
+        """The rewrites, then the rules of `family` (else of the family the spec names); their notes first."""
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
         notes: list[str] = []
