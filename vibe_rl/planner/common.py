@@ -62,8 +62,7 @@ def constraints(facts: Facts, notes: list[str], random_ids: bool, tools: bool = 
 
 
 def reward(facts: Facts, notes: list[str], per: str = "") -> RewardScheme:
-    win = facts.win if facts.win is not None else 1.0
-    loss = facts.loss if facts.loss is not None else 0.0
+    win, loss = first_given(facts.win, 1.0), first_given(facts.loss, 0.0)
     if facts.win is None or facts.loss is None:
         notes.append(f"Reward not fully given: win {win:g}, loss {loss:g}.")
     if win == loss:
@@ -77,7 +76,12 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
     """Set a manifest parameter from a found value, else from a line keyed by its own name ("max_days: 8",
     "learner_seat: 1": a spec in the plan's own words is read exactly), else note its default."""
     if found is None and name in manifest.parameters:
-        found = _keyed(facts, name) or tabled(facts, name, manifest, notes)
+        m = facts.src.search(rf"(?<![\w.]){re.escape(name)}\s*[:：=]\s*(-?\d+(?:\.\d+)?)(?![\w.])", mark=False)
+        if m is None:
+            found = tabled(facts, name, manifest, notes)
+        else:
+            value = float(m.group(1))
+            found = Found(int(value) if value.is_integer() and "." not in m.group(1) else value, *m.span())
     if found is not None:
         game[name] = facts.use(found)
         facts.src.source(f"game.{name}", found.start, found.end)
@@ -95,21 +99,8 @@ def tabled(facts: Facts, name: str, manifest: Manifest, notes: list[str], rows: 
     w = param.words
     rows = rows or [Row(name, tuple(w.en), tuple(w.zh), type(param.default) if isinstance(param.default, float) else int,
                 param.min, param.max, tuple(w.unit), tuple(w.after))] if w else [r for r in GAME if r.field == name]
-    if not rows:
-        return None
     value = read(facts.src, rows, notes, facts.claimed, prefix="game.").get(name)
-    if value is None:
-        return None
-    start, end = facts.src.sources[f"game.{name}"]
-    return Found(value, start, end)
-
-
-def _keyed(facts: Facts, name: str) -> Found | None:
-    m = facts.src.search(rf"(?<![\w.]){re.escape(name)}\s*[:：=]\s*(-?\d+(?:\.\d+)?)(?![\w.])", mark=False)
-    if m is None:
-        return None
-    value = float(m.group(1))
-    return Found(int(value) if value.is_integer() and "." not in m.group(1) else value, *m.span())
+    return None if value is None else Found(value, *facts.src.sources[f"game.{name}"])
 
 
 def planned_modes(facts: Facts, modes: list[Mode], notes: list[str], asked: tuple[str, ...] = ()) -> list[Mode]:
@@ -122,9 +113,7 @@ def planned_modes(facts: Facts, modes: list[Mode], notes: list[str], asked: tupl
         [m for m in modes if m.name not in facts.modes_excluded]
     named = [n for n in dict.fromkeys([*facts.modes_named, *asked]) if n in names]
     keep.sort(key=lambda m: named.index(m.name) if m.name in named else len(named))
-    for mode in facts.modes_excluded:
-        if mode in names:
-            notes.append(f"Mode {mode} left out: the spec excludes it.")
+    notes.extend(f"Mode {m} left out: the spec excludes it." for m in facts.modes_excluded if m in names)
     if facts.modes_only:
         notes.append(f"Only mode(s) {', '.join(m.name for m in keep)} planned, as the spec asks.")
     elif len(keep) > 1:
@@ -152,7 +141,7 @@ def static_endpoint(facts: Facts, model: StaticModel) -> StaticModel:
     if url_env:
         model.base_url, model.base_url_env = None, url_env.group(1)
     keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
-    if keys and (model.base_url or model.base_url_env) and (model.api_key_env is None or model.api_key_env not in keys):
+    if keys and (model.base_url or model.base_url_env) and model.api_key_env not in keys:
         model.api_key_env = keys[0]  # with no URL a key is never used (doctor reports it): static_note says so
     return model
 
@@ -171,19 +160,17 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
     if model.base_url and model.base_url not in facts.text:
         notes.append(f"Static model {model.name}: base URL {model.base_url} filled in (a known provider), key from "
                      f"${model.api_key_env}; without that key the server serves a frozen local copy.")
-    elif model.base_url_env and model.base_url_env not in facts.text:  # the key given, the URL env var ours
-        notes.append(f"Static model {model.name}: key from ${model.api_key_env}, but the spec gives no URL for it: "
-                     f"set ${model.base_url_env} to its OpenAI-compatible base URL where the server starts (the "
-                     f"server reads base_url_env {model.base_url_env} then); while ${model.base_url_env} or "
-                     f"${model.api_key_env} is unset the server serves a frozen local copy of the trainable model "
-                     "under that name and says so.")
-    elif model.base_url_env:
-        key = f", key from ${model.api_key_env}" if model.api_key_env else ""
-        unset = f"${model.base_url_env}" + (f" or ${model.api_key_env}" if model.api_key_env else "")
-        notes.append(f"Static model {model.name}: URL from ${model.base_url_env}{key}, read when the server starts; "
-                     f"while {unset} is unset the server serves a frozen local copy of the trainable model under "
-                     "that name and says so.")
-    elif not (model.base_url or model.base_url_env) and model.name != "opponent":
+    elif env := model.base_url_env:
+        key = f"${model.api_key_env}" if model.api_key_env else ""
+        if env in facts.text:
+            how = f"URL from ${env}{key and ', key from ' + key}, read when the server starts"
+        else:  # the key given, the URL env var ours (vibe_rl.planner.statics)
+            key = f"${model.api_key_env}"
+            how = (f"key from {key}, but the spec gives no URL for it: set ${env} to its OpenAI-compatible "
+                   f"base URL where the server starts (the server reads base_url_env {env} then)")
+        notes.append(f"Static model {model.name}: {how}; while ${env}{key and ' or ' + key} is unset the "
+                     "server serves a frozen local copy of the trainable model under that name and says so.")
+    elif not model.base_url and model.name != "opponent":
         keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
         notes.append(f"Static model {model.name}: the spec gives no URL for it and it is not a provider the planner "
                      f"knows, so the server serves it as a frozen local copy of the trainable model under that name. "
@@ -218,12 +205,11 @@ def first_server(facts: Facts, notes: list[str]) -> tuple[str, int, int, int]:
 
 def no_model_path(facts: Facts, notes: list[str], server: str = "") -> str:
     """The path of a trainable model the spec does not name ('tiny'), with a note that says what to do."""
-    if server and not facts.model_size:
-        notes.append(f"No base model path for {server}: using 'tiny'.")
-    elif facts.model_size:
+    if facts.model_size:
         notes.append(f"The spec asks for a {facts.model_size}B model but names no model directory: using the tiny "
                      "offline model ('tiny'). Put the model's local directory in servers[].model_path of "
                      "task_spec.json and render it with `vibe-rl new --plan`, or name the path in the spec.")
     else:
-        notes.append("No base model path found: using the tiny offline model ('tiny').")
+        notes.append(f"No base model path for {server}: using 'tiny'." if server else
+                     "No base model path found: using the tiny offline model ('tiny').")
     return "tiny"

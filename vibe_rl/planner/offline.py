@@ -1,9 +1,8 @@
 """The offline planner: picks a template family by its manifest keywords, then applies that family's rules.
 
-A family's rules live next to its templates (`templates/<family>/rules.py`, `build(facts, manifest) ->
-TaskSpec`) and are loaded from that file by path: library code never imports `templates/` as a package.
-After the rules ran, every number, path, env var or model name of the spec that did not land in the
-TaskSpec is listed in `TaskSpec.unparsed` (see vibe_rl.planner.text).
+A family's rules (`templates/<family>/rules.py`, `build(facts, manifest) -> TaskSpec`) are loaded from that
+file by path: library code never imports `templates/` as a package. Every number, path, env var or model name
+of the spec that did not land in the TaskSpec is then listed in `TaskSpec.unparsed` (vibe_rl.planner.text).
 
 A family is planned only when the spec names it. A game that only resembles one ("Mafia (like werewolves)", "a
 werewolf-like game", "类似狼人杀的游戏") is planned as that family (the spec says it is close enough) with a
@@ -16,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
 from pydantic import ValidationError
@@ -32,7 +32,6 @@ from vibe_rl.planner.text import strings_of
 from vibe_rl.scaffold.families import Manifest, list_families
 from vibe_rl.schema.spec import TaskSpec
 
-RULES_FILE = "rules.py"
 # The rewrites before any rule reads the spec, in order: background blanked, layouts and misspellings as prose,
 # unsupported asks refused, then count, number, node and correction phrasings as plain values
 REWRITES = (blank_background, expand_terse, fix_typos, check_supported, rewrite_counts, rewrite_scientific,
@@ -45,34 +44,25 @@ HOW_TO_GO_FURTHER = (
 )
 
 
-def family_scores(text: str, families: list[Manifest]) -> list[tuple[int, str, Manifest]]:
-    """(keyword hits, name, manifest) per family, most hits first (case, hyphens and underscores aside:
-    "Who-is-Spy" is "who is spy")."""
-    lower = _words(text)
-    scores = [(sum(lower.count(_words(word)) for word in m.all_keywords()), m.name, m) for m in families]
-    return sorted(scores, key=lambda item: (item[0], item[1]), reverse=True)
-
-
-def pick_family(text: str, families: list[Manifest]) -> Manifest:
-    """The family whose keywords occur most often in the text; none -> PlannerError that lists the families."""
-    scores = family_scores(text, families)
+def pick_family(text: str, families: list[Manifest]) -> tuple[Manifest, list[str]]:
+    """The family whose keywords occur most often in the text (case, hyphens and underscores aside:
+    "Who-is-Spy" is "who is spy"; none -> PlannerError that lists the families), and a note when other
+    families' keywords occur too: the plan covers one family only."""
+    words = _words(text)
+    scores = sorted([(sum(words.count(_words(k)) for k in m.all_keywords()), m.name, m) for m in families],
+                    key=lambda item: item[:2], reverse=True)
     if not scores or scores[0][0] == 0:
         lines = "\n".join(f"  - {m.name}: {m.description}" for m in families) or "  (none found)"
         raise PlannerError("The offline planner does not know the game or task of this spec: no template family's "
                            f"keywords occur in it.\n{unknown_game_hint(text, families)}Families it knows:\n{lines}\n"
                            f"{HOW_TO_GO_FURTHER}")
-    return scores[0][2]
-
-
-def _also_named(text: str, families: list[Manifest], chosen: Manifest) -> list[str]:
-    """A note when other families' keywords occur too: the plan covers one family only."""
-    others = [f"{name} ({hits})" for hits, name, _ in family_scores(text, families) if hits and name != chosen.name]
-    if not others:
-        return []
-    tie = family_scores(text, families)[1][0] == family_scores(text, families)[0][0]
-    return [f"The spec also names {', '.join(others)} (keyword hits); planned as {chosen.name} only"
-            + (" (as many hits: check that this is the game you mean)" if tie else ", the family named most")
-            + ". Plan the other one with its own spec, or pass --family to choose."]
+    chosen = scores[0][2]
+    others = [f"{name} ({hits})" for hits, name, _ in scores if hits and name != chosen.name]
+    tie = len(scores) > 1 and scores[1][0] == scores[0][0]
+    why = " (as many hits: check that this is the game you mean)" if tie else ", the family named most"
+    note = (f"The spec also names {', '.join(others)} (keyword hits); planned as {chosen.name} only{why}. "
+            "Plan the other one with its own spec, or pass --family to choose.")
+    return chosen, [note] if others else []
 
 
 def _words(text: str) -> str:
@@ -81,7 +71,7 @@ def _words(text: str) -> str:
 
 def load_rules(manifest: Manifest) -> ModuleType:
     """Import `templates/<family>/rules.py` from its file (a private module name per family)."""
-    path = manifest.path / RULES_FILE
+    path = manifest.path / "rules.py"
     if not path.is_file():
         raise PlannerError(f"Template family {manifest.name} has no offline rules ({path}). {HOW_TO_GO_FURTHER}")
     name = f"_vibe_rl_rules_{manifest.name}"
@@ -98,39 +88,14 @@ def load_rules(manifest: Manifest) -> ModuleType:
     return module
 
 
-def plan_with(manifest: Manifest, text: str, notes: list[str] | None = None, keep: list | None = None) -> TaskSpec:
-    """Apply one family's rules to `text` and list what was not understood (`notes` go first in the plan's);
-    `keep` receives the marked text (where each value was read: vibe_rl.planner.review)."""
-    facts = extract(text)
-    if keep is not None:
-        keep.append(facts.src)
-    facts.notes[:0] = notes or []
-    try:
-        spec = load_rules(manifest).build(facts, manifest)
-    except ValidationError as exc:  # a number the spec gave that the plan cannot hold ("batch 0")
-        wrong = "; ".join(f"{'.'.join(str(p) for p in e['loc'])} = {e.get('input')!r}: {e['msg']}"
-                          for e in exc.errors())
-        raise PlannerError(f"The spec asks for a value the plan cannot take ({wrong}). Change it in the spec, or "
-                           "plan with --dry-run --json, fix task_spec.json and render it with `vibe-rl new --plan`."
-                           ) from None
-    except TemplateError as exc:  # a game parameter outside the family's bounds
-        raise PlannerError(str(exc)) from None
-    unparsed = facts.src.unparsed(strings_of(spec.model_dump(mode="json")))
-    notes = list(spec.notes)
-    check_gpu_budget(spec.gpus, {m.name: {s.name: m.gpus.get(s.name, s.gpus) for s in spec.servers
-                                          if s.name in m.servers} for m in spec.modes}, notes)
-    return spec.model_copy(update={"unparsed": unparsed, "notes": notes})
-
-
 class OfflinePlanner:
     """Rules only: no network, deterministic."""
 
     name = "offline"
-
-    def __init__(self) -> None:
-        self.read = None  # the marked SpecText of the last plan (vibe_rl.planner.review reads its sources)
+    read = None  # the marked SpecText of the last plan (vibe_rl.planner.review reads its sources)
 
     def plan(self, text: str, family: str | None = None) -> TaskSpec:
+        """The rewrites, then the rules of `family` (else of the family the spec names); their notes first."""
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
         notes: list[str] = []
@@ -138,21 +103,30 @@ class OfflinePlanner:
             text, said = rewrite(text)
             notes += said
         families = list_families()
-        if family is not None:
-            chosen = next((m for m in families if m.name == family), None)
-            if chosen is None:
-                raise PlannerError(f"--family {family}: no such template family; families: "
-                                   f"{', '.join(m.name for m in families)}.")
-            return self._plan(chosen, text, notes)
-        matched = [m for m in families if m.keywords]
-        chosen = pick_family(text, matched)
-        return self._plan(chosen, text, notes + differs_note(text, chosen) + _also_named(text, matched, chosen))
-
-    def _plan(self, manifest: Manifest, text: str, notes: list[str]) -> TaskSpec:
-        keep: list = []
-        spec = plan_with(manifest, text, notes, keep)
-        self.read = keep[0]
-        return spec
+        if family is None:
+            manifest, also = pick_family(text, [m for m in families if m.keywords])
+            notes += differs_note(text, manifest) + also
+        elif (manifest := next((m for m in families if m.name == family), None)) is None:
+            raise PlannerError(f"--family {family}: no such template family; families: "
+                               f"{', '.join(m.name for m in families)}.")
+        facts = extract(text)
+        facts.notes[:0] = notes
+        try:
+            spec = load_rules(manifest).build(facts, manifest)
+        except ValidationError as exc:  # a number the spec gave that the plan cannot hold ("batch 0")
+            wrong = "; ".join(f"{'.'.join(str(p) for p in e['loc'])} = {e.get('input')!r}: {e['msg']}"
+                              for e in exc.errors())
+            raise PlannerError(f"The spec asks for a value the plan cannot take ({wrong}). Change it in the "
+                               "spec, or plan with --dry-run --json, fix task_spec.json and render it with "
+                               "`vibe-rl new --plan`.") from None
+        except TemplateError as exc:  # a game parameter outside the family's bounds
+            raise PlannerError(str(exc)) from None
+        unparsed = facts.src.unparsed(strings_of(spec.model_dump(mode="json")))
+        notes = list(spec.notes)
+        check_gpu_budget(spec.gpus, {m.name: {s.name: m.gpus.get(s.name, s.gpus) for s in spec.servers
+                                      if s.name in m.servers} for m in spec.modes}, notes)
+        self.read = facts.src
+        return spec.model_copy(update={"unparsed": unparsed, "notes": notes})
 
 
 # "X like Y" and its kin (not "would like to", "unlike")
@@ -163,16 +137,7 @@ _LIKE = (r"(?<!would )(?<!'d )(?<!\bi )(?<!\bwe )\blike\b(?!\s+(?:to|this|that)\
          r"类似于?|仿照|改编自|借鉴")  # "像X一样的游戏" is a suffix form: "像预言家这样的神职" names roles
 _SUFFIX = r"(?:-like\b|[\s-](?:style|type)\b|-ish\b|\s*(?:风格|类|式的|一样的|那样的|的变体|的变种|的改版))"  # "werewolf-like"
 _GAME = r"\bgames?\b|游戏|桌游|\bvariant\b|\bversion\b"
-_SEPARATORS = r"[,，.。;；:：\n]"
 _SENTENCE = r"[.。;；\n]"
-
-
-def _keyword_after(text: str, position: int, keywords: list[str]) -> str | None:
-    """A family keyword within the next few words after `position` (before the segment ends)."""
-    window = re.split(_SEPARATORS, text[position:position + 40])[0].lower()
-    window = re.sub(r"[\s_-]+", " ", window)
-    hits = [(window.find(k), -len(k), k) for k in keywords if k in window]
-    return min(hits)[2] if hits else None  # the first one, the longest there ("狼人杀", not "狼人")
 
 
 def _name_before(text: str, position: int) -> str | None:
@@ -184,14 +149,12 @@ def _name_before(text: str, position: int) -> str | None:
     if name and not re.fullmatch(r"(?:I|We|A|An|The|Train|Plan|Use|It|This)", name.group(1)):
         return name.group(1)
     game = re.search(r"(?:\b(?:a|an|the)\s+)?((?:[\w-]+\s+){0,3}game)\s*$", before, re.IGNORECASE)
-    if game:
-        return game.group(1)
-    return None
+    return game.group(1) if game else None
 
 
-def _name_called(text: str, start: int, end: int) -> str | None:
+def _name_called(text: str, start: int) -> str | None:
     """A name the sentence gives the game: "叫血染钟楼", "called Blood on the Clocktower", "类似谁是卧底的阿瓦隆"."""
-    sentence = re.split(_SENTENCE, text[start:end])[0]
+    sentence = re.split(_SENTENCE, text[start:])[0]
     called = re.search(r"(?:叫做?|名为|名叫|\bcalled\b|\bnamed\b)\s*[“\"「]?((?:[A-Z][\w'-]*\s?){1,4}|[\u4e00-\u9fff]{2,8})",
                        sentence)
     if called:
@@ -200,36 +163,36 @@ def _name_called(text: str, start: int, end: int) -> str | None:
     return after.group(1) if after and after.group(1) not in ("游戏", "桌游", "玩法", "规则", "版本") else None
 
 
-def comparisons(text: str, keywords: list[str]) -> list[tuple[str | None, str]]:
-    """(the game compared, the keyword it is compared to) for every comparison of a game to one of `keywords`."""
-    lower_keys = sorted({re.sub(r"[\s_-]+", " ", k.lower()) for k in keywords}, key=len, reverse=True)
-    out: list[tuple[str | None, str]] = []
+def comparisons(text: str, keywords: list[str]) -> Iterator[tuple[str | None, str]]:
+    """(the game compared, the keyword it is compared to) for every comparison of a game to one of `keywords`:
+    the first keyword in the next few words (before the segment ends), the longest there ("狼人杀", not "狼人")."""
+    lower_keys = sorted({_words(k) for k in keywords}, key=len, reverse=True)
     for m in re.finditer(_LIKE, text, re.IGNORECASE):
-        keyword = _keyword_after(text, m.end(), lower_keys)
+        window = _words(re.split(r"[,，.。;；:：\n]", text[m.end():m.end() + 40])[0])
+        hits = [(window.find(k), -len(k), k) for k in lower_keys if k in window]
+        keyword = min(hits)[2] if hits else None
         before = re.split(_SENTENCE, text[max(0, m.start() - 40):m.start()])[-1]
-        name = _name_called(text, m.end(), len(text)) or _name_before(text, m.start())
+        name = _name_called(text, m.end()) or _name_before(text, m.start())
         gamey = (re.search(_GAME, before + text[m.end():m.end() + 40], re.IGNORECASE) or re.match(r"[^\x00-\x7f]", m.group())
                  or before.rstrip().endswith(("(", "（")) or re.search(r"plan|treat", m.group(), re.IGNORECASE)
                  or (name and name[:1].isupper()))
         own = name and re.sub(r"\b(?:the|classic|game)\b|[\s_-]+", " ", name.lower()).strip() in lower_keys
         if keyword and gamey and not own:  # "Werewolves (like the classic mafia game)" is the family's own game
-            out.append((name, keyword))
+            yield name, keyword
     for keyword in lower_keys:
         for m in re.finditer(rf"{re.escape(keyword)}{_SUFFIX}", text, re.IGNORECASE):
-            out.append((_name_called(text, m.end(), len(text)), keyword))
-    return out
+            yield _name_called(text, m.end()), keyword
 
 
 def differs_note(text: str, chosen: Manifest) -> list[str]:
     """A note when the spec's game is only like the chosen family's: the plan holds that family's game."""
-    found = comparisons(text, chosen.all_keywords())
+    found = list(comparisons(text, chosen.all_keywords()))
     if not found:
         return []
     name, keyword = next(((n, k) for n, k in found if n), found[0])
     game = f"The spec's game ({name})" if name else "The spec's game"
-    rules = "game_engine.py" if any((chosen.path / "project" / f).exists() for f in ("game_engine.py",
-                                                                                     "game_engine.py.j2")) \
-        else "the game's rules"
+    engine = any((chosen.path / "project" / f).exists() for f in ("game_engine.py", "game_engine.py.j2"))
+    rules = "game_engine.py" if engine else "the game's rules"
     what = chosen.description.split(";")[0].strip()
     what += ")" * (what.count("(") - what.count(")"))
     return [f"{game} is not the {chosen.name} family's game: the spec compares it to {keyword!r}, so it is planned "
@@ -244,25 +207,16 @@ RELATIVES = [
 ]
 
 
-def relative_game_hint(text: str, families: list[Manifest]) -> str:
-    """For the 'no family' error: a known game that plays like a family, and how to plan it as that family."""
-    names = {f.name for f in families}
+def unknown_game_hint(text: str, families: list[Manifest]) -> str:
+    """For the 'no family' error: a known game that plays like a family, else the game the spec compares its
+    own to; and how to plan it as that (or the closest) family."""
     for pattern, game, family, mapping in RELATIVES:
-        if family in names and re.search(pattern, text, re.IGNORECASE):
+        if family in {f.name for f in families} and re.search(pattern, text, re.IGNORECASE):
             return (f"The spec names {game}, which plays like the {family} family ({mapping}). To plan it as "
                     f"{family}, pass --family {family} or write 'like {family}' in the spec; the plan then notes "
                     "what differs.\n")
-    return ""
-
-
-def unknown_game_hint(text: str, families: list[Manifest]) -> str:
-    """For the 'no family' error: the game the spec compares its own to, and how to plan the closest family."""
-    relative = relative_game_hint(text, families)
-    if relative:
-        return relative
     m = re.search(rf"(?:{_LIKE}|像)\s*(?:the\s+)?([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){{0,2}}|[\u4e00-\u9fff]{{2,6}}?)"
-                  r"(?=一样|那样|之类|的|类|游戏|[\s,，.。;；]|$)", text,
-                  re.IGNORECASE)
+                  r"(?=一样|那样|之类|的|类|游戏|[\s,，.。;；]|$)", text, re.IGNORECASE)
     if not m:
         return ""
     return (f"The spec compares its game to {m.group(1).strip()}, which no family covers. To plan it as the "
