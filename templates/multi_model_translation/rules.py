@@ -82,7 +82,6 @@ def judge(facts: Facts, game: dict, notes: list[str]) -> None:
     """The LLM judge's env var prefix: JUDGE in 'JUDGE_MODEL, JUDGE_BASE_URL, JUDGE_API_KEY'. A model the spec
     names to judge ("reward = BLEU-like score from a judge gpt-4o", "评委模型 gpt-4o", "judge = deepseek-chat") is
     what the graders ask: the note says which env vars to set for it (the graders read them when they start)."""
-    prefix = None
     envs = list(facts.src.finditer(r"\b([A-Z][A-Z0-9]*)_(?:MODEL|BASE_URL|API_KEY)\b"))
     prefixes = {m.group(1) for m in envs if m.group(1) not in ("OPENAI", "ANTHROPIC", "DASHSCOPE", "DEEPSEEK")}
     if len(prefixes) == 1:
@@ -90,14 +89,13 @@ def judge(facts: Facts, game: dict, notes: list[str]) -> None:
         for m in envs:
             if m.group(1) == game["judge_env_prefix"]:
                 facts.src.mark(*m.span())
-        prefix = game["judge_env_prefix"]
     elif not facts.judges:
-        notes.append(f"No single LLM judge env prefix given: graders read {game.get('judge_env_prefix', 'JUDGE')}_MODEL, "
-                     "_BASE_URL, _API_KEY and fall back to rule-based grading.")
+        notes.append("No single LLM judge env prefix given: graders read JUDGE_MODEL, _BASE_URL, _API_KEY "
+                     "and fall back to rule-based grading.")
+    prefix = game.get("judge_env_prefix", "JUDGE")
     for model in facts.judges:
         for m in mentions(facts.text, model.name):
             facts.src.mark(*m.span())
-        prefix = prefix or "JUDGE"
         url = model.base_url or "its OpenAI-compatible URL"
         key = f" (your ${model.api_key_env})" if model.api_key_env else ""
         notes.append(f"Judge {model.name}: the graders ask it when {prefix}_MODEL={model.name}, {prefix}_BASE_URL={url} "
@@ -122,10 +120,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      "domain, edit mock_dataset.py (mock_paragraphs.json), the prompts in workflow.py and the "
                      "graders after rendering.")
     game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
-    server_of = {**DEFAULT_SERVER_OF, **agent_servers(facts)}
+    said = agent_servers(facts)
+    server_of = {**DEFAULT_SERVER_OF, **said}
     path_of: dict[int, Found] = {}  # server index -> a path said of its agents by role
-    by_role = role_paths(facts) if not agent_servers(facts) else {}
-    if facts.src.search(OWN_SERVER) and not agent_servers(facts):
+    by_role = {} if said else role_paths(facts)
+    if facts.src.search(OWN_SERVER) and not said:
         server_of = {1: 0, 2: 1, 3: 2}
         notes.append("Each agent on its own server, as the spec asks: agent N on serverN.")
     elif len({p.start for p in by_role.values()}) > 1:  # two paths for two groups of agents
@@ -134,7 +133,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         path_of = {server_of[a]: path for a, path in by_role.items()}
         notes.append("Agents go to servers by the model the spec names for their role: "
                      + "; ".join(f"agent {a} ({AGENT_ROLES[a]}) on server{server_of[a] + 1}" for a in AGENT_ROLES) + ".")
-    elif not agent_servers(facts):
+    elif not said:
         notes.append("No agent -> server lines found: agents 1 and 3 on server1, agent 2 on server2.")
     count = max(server_of.values()) + 1
     total = facts.use(facts.gpus.total)
@@ -149,7 +148,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         name, s = f"server{i + 1}", own.get(i)
         path = facts.use(s.path if s else None) or facts.use(path_of.get(i)) or (
             facts.use(facts.model_paths[0]) if i == 0 and facts.model_paths and not path_of else None)
-        if path is None and not servers:
+        if path is None and i == 0:
             path = no_model_path(facts, notes, name)
         elif path is None:
             path = servers[0].model_path
@@ -168,8 +167,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                               url_env="VIBE_RL_SWARM_URL" + (f"_{i + 1}" if i else "")))
         roles = [AGENT_ROLES[a] for a in sorted(AGENT_ROLES) if server_of[a] == i]
         if roles:
-            team = ("detector" if roles == ["detector"] else roles[0] if len(roles) == 1 else
-                    "translators" if "detector" not in roles else f"agents_{name}")
+            team = roles[0] if len(roles) == 1 else f"agents_{name}" if "detector" in roles else "translators"
             teams.append(Team(name=team, roles=roles, model=name))
     if total is None:
         total = sum(s.gpus for s in servers)

@@ -107,27 +107,17 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
 
 def learner_seat(facts: Facts) -> Found | None:
     """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
-    m = facts.src.search(SEAT, mark=False)
-    own = facts.src.search(OWN_SIDE, mark=False) if m is None else None
-    player = facts.src.search(PLAYER_NUMBER, mark=False) if m is None and own is None else None
-    if player:
-        zero = re.search(r"0[\s-]*based|0[\s-]*indexed|from 0", facts.text, re.IGNORECASE)
-        based = re.search(r"[(（]?\s*[01][\s-]*(?:based|indexed)\s*[)）]?", facts.text[player.end():player.end() + 30],
-                          re.IGNORECASE)
-        end = player.end() + based.end() if based else player.end()
-        return Found(int(player.group(1)) - (0 if zero else 1), player.start(), end)
-    if not m and not own:
+    m = facts.src.search(SEAT, mark=False) or facts.src.search(OWN_SIDE, mark=False)
+    if m:
+        said = next(g for g in m.groups() if g)
+        return Found(int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1, *m.span())
+    player = facts.src.search(PLAYER_NUMBER, mark=False)
+    if player is None:
         return None
-    if own:
-        return Found(0 if own.group(1) == "先手" else 1, *own.span())
-    said = m.group(1) or m.group(2) or m.group(3)
-    seat = int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1
-    return Found(seat, *m.span())
-
-
-def draw_reward(facts: Facts) -> Found | None:
-    m = facts.src.search(DRAW, mark=False)
-    return Found(float(m.group(1)), *m.span()) if m else None
+    zero, end = re.search(r"0[\s-]*based|0[\s-]*indexed|from 0", facts.text, re.IGNORECASE), player.end()
+    based = re.search(r"[(（]?\s*[01][\s-]*(?:based|indexed)\s*[)）]?", facts.text[end:end + 30], re.IGNORECASE)
+    end += based.end() if based else 0
+    return Found(int(player.group(1)) - (0 if zero else 1), player.start(), end)
 
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
@@ -141,7 +131,9 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     game_parameter(facts, game, "max_turns", None, notes, manifest, "turn limit")
     game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     game_parameter(facts, game, "learner_seat", learner_seat(facts), notes, manifest, "learner seat (-1: drawn every episode)")
-    game_parameter(facts, game, "draw_reward", draw_reward(facts), notes, manifest, "draw reward (null: a draw is a loss)")
+    draw = facts.src.search(DRAW, mark=False)
+    game_parameter(facts, game, "draw_reward", draw and Found(float(draw.group(1)), *draw.span()), notes,
+                   manifest, "draw reward (null: a draw is a loss)")
     seats = game.get("num_players", manifest.parameters["num_players"].default)
     if game.get("learner_seat", -1) >= seats:
         raise PlannerError(f"The spec seats the learner in seat {game['learner_seat']}, but the game has {seats} seats "
