@@ -3,8 +3,7 @@
 Agents go to servers line by line: a line naming "Agent N" and "server M" (or a model path, a port) puts
 agent N on server M. Per-server model paths, ports and GPU counts come from the shared server facts
 (vibe_rl.planner.servers). Defaults follow the seed: agents 1 and 3 on server 1 (port 10086), agent 2 on
-server 2 (port 10087), each default noted.
-"""
+server 2 (port 10087), each default noted."""
 
 from __future__ import annotations
 
@@ -71,10 +70,9 @@ def role_paths(facts: Facts) -> dict[int, Found]:
     out: dict[int, Found] = {}
     for path in facts.model_paths:
         start = max([facts.src.clause_of(path.start)[0]] + [p.end for p in facts.model_paths if p.end <= path.start])
-        window = facts.text[start:path.start]
-        named = {agent for agent, words in ROLE_WORDS.items() if re.search(words, window, re.IGNORECASE)}
-        for agent in named:
-            out.setdefault(agent, path)
+        for agent, words in ROLE_WORDS.items():
+            if re.search(words, facts.text[start:path.start], re.IGNORECASE):
+                out.setdefault(agent, path)
     return out
 
 
@@ -108,13 +106,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         facts.src.mark(*m.span())
     game: dict = {}
     judge(facts, game, notes)
-    other = facts.src.search(OTHER_LANGUAGES, mark=False)
-    if other:
+    if other := facts.src.search(OTHER_LANGUAGES, mark=False):
         notes.append(f"The spec names {other.group()}, but this family translates English -> Chinese only (its mock "
                      "dataset, prompts and graders): the project renders for English -> Chinese. To change the pair, "
                      "edit mock_dataset.py, the prompts in workflow.py and the graders after rendering.")
-    domain = facts.src.search(OTHER_DOMAINS, mark=False)
-    if domain:
+    if domain := facts.src.search(OTHER_DOMAINS, mark=False):
         notes.append(f"The spec names {domain.group()!r} text, but this family's mock dataset, prompts and graders "
                      "are for academic paper paragraphs: the project renders for academic paragraphs. To change the "
                      "domain, edit mock_dataset.py (mock_paragraphs.json), the prompts in workflow.py and the "
@@ -139,7 +135,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     total = facts.use(facts.gpus.total)
     per_server = first_given(facts.use(facts.gpus.per_server), facts.use(facts.gpus.mode_per_server.get("agent_roll")))
     loose_ports = list(facts.ports)
-    servers, teams = [], []
+    servers, teams, trains = [], [], []
     own = dict(facts.servers)
     if path_of and own and all(s.implicit for s in own.values()):  # servers numbered by path order: follow the roles
         by_path = {s.path.value: s for s in own.values() if s.path}
@@ -169,6 +165,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         if roles:
             team = roles[0] if len(roles) == 1 else f"agents_{name}" if "detector" in roles else "translators"
             teams.append(Team(name=team, roles=roles, model=name))
+            trains.append(f"{name} ({path}) trains the {' and '.join(roles)}")
     if total is None:
         total = sum(s.gpus for s in servers)
         notes.append(f"No total GPU count given: the node needs {total}.")
@@ -176,8 +173,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         notes.append("Static models are not used by this family: every agent trains on its server.")
     graders = {t.model: "ProperNounDetectionGrader" if t.name == "detector" else "TranslationQualityGrader"
                for t in teams}
-    said = facts.src.search(REWARD_WORDS, mark=False)
-    if said:
+    if said := facts.src.search(REWARD_WORDS, mark=False):
         notes.append(f"The spec describes its own reward ('{said.group().strip()}' ...), but this family's rewards "
                      "are its graders (" + ", ".join(sorted(set(graders.values()))) + ", each 0-2 normalised to "
                      "[0, 1]): the spec's reward terms are not applied. To use them, edit the graders' grade() in "
@@ -185,14 +181,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
                                        servers=[s.name for s in servers], rewarded={t.model: t.name for t in teams},
                                        gpus={s.name: s.gpus for s in servers})], notes)
-    by_name = {s.name: s for s in servers}
     return TaskSpec(
         family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
         title="Multi-model academic translation: non-shared-parameter GRPO",
         description=("Three agents translate English academic paragraphs into Chinese (draft, proper-noun "
-                     "review, final); " + "; ".join(f"{t.model} ({by_name[t.model].model_path}) trains the "
-                                                    f"{' and '.join(t.roles)}" for t in teams)
-                     + ". Each server is rewarded by its own grader."),
+                     f"review, final); {'; '.join(trains)}. Each server is rewarded by its own grader."),
         gpus=total, game=manifest.resolve_parameters(game), teams=teams, servers=servers,
         training=training(facts, notes, batch_size=32, grpo_n=4, max_tokens=512), modes=modes,
         reward=RewardScheme(win=1.0, loss=0.0, description="; ".join(

@@ -95,14 +95,12 @@ def shaped(facts: Facts, game: dict, notes: list[str]) -> None:
 def trained_side(text: str) -> str | None:
     """The side the spec says trains ("train the spies", "trained side: spies", "civilians are trainable",
     "训练卧底"), or None when it names neither or both."""
-    sides = set()
-    for side, words in SIDES.items():
-        if re.search(rf"(?:\btrain(?:ing|ed)?|trained side|trainable side|learning side|learners?|训练|可训练)\s*"
-                     rf"(?:[:：=]\s*)?(?:only\s+)?(?:the\s+)?(?:{words})", text, re.IGNORECASE) or re.search(
-                rf"(?:{words})\s*(?:are|is|get|will be|should be|shall be)?\s*(?:the\s+)?(?:trained|trainable|"
-                rf"learners?|\btrain\b|\bshare\b|可训练|训练|共享)", text, re.IGNORECASE):
-            sides.add(side)
-    return sides.pop() if len(sides) == 1 else None
+    sides = [side for side, words in SIDES.items() if re.search(
+        rf"(?:\btrain(?:ing|ed)?|trained side|trainable side|learning side|learners?|训练|可训练)\s*"
+        rf"(?:[:：=]\s*)?(?:only\s+)?(?:the\s+)?(?:{words})", text, re.IGNORECASE) or re.search(
+        rf"(?:{words})\s*(?:are|is|get|will be|should be|shall be)?\s*(?:the\s+)?(?:trained|trainable|"
+        rf"learners?|\btrain\b|\bshare\b|可训练|训练|共享)", text, re.IGNORECASE)]
+    return sides[0] if len(sides) == 1 else None
 
 
 def both_trained(text: str) -> bool:
@@ -143,22 +141,20 @@ def path_sides(facts: Facts, notes: list[str]) -> str | None:
 def opponent(facts: Facts, notes: list[str], trains: str | None = None) -> tuple[str, StaticModel]:
     """(the side that plays a static model in agent_roll, that model). A side the spec says trains decides,
     else `trains` (the side whose model server1 holds, when each team has its own path); else a static model
-    belongs to the team named just before it."""
-    static = None
+    belongs to the team named just before it. Of several, the spies' last one is used, else the first."""
     trained = trained_side(facts.text) or trains
-    for position, model in facts.static_models:
-        side = OTHER[trained] if trained else _side_of(facts.text[max(0, position - 60):position]) or "spies"
-        if static is None or side == "spies":
-            static = (side, model)
-    if static is None:
-        said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{TRAIN_WORDS})", facts.text, re.IGNORECASE)
-        if said and re.search(CIVILIAN_WORDS, facts.text[max(0, said.start() - 12):said.start()], re.IGNORECASE):
-            said = None  # "平民和卧底各自...训练": both sides train (adversarial), not the spies alone
-        side = OTHER[trained] if trained else ("civilians" if said else "spies")
-        notes.append(f"No opponent model named: the {side} play 'opponent' in agent_roll, a frozen local copy "
-                     "of the trainable model.")
-        return side, StaticModel(name="opponent")
-    return static[0], static_endpoint(facts, static[1])
+    sides = [(OTHER[trained] if trained else _side_of(facts.text[max(0, p - 60):p]) or "spies", model)
+             for p, model in facts.static_models]
+    if sides:
+        side, model = next((s for s in reversed(sides) if s[0] == "spies"), sides[0])
+        return side, static_endpoint(facts, model)
+    said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{TRAIN_WORDS})", facts.text, re.IGNORECASE)
+    if said and re.search(CIVILIAN_WORDS, facts.text[max(0, said.start() - 12):said.start()], re.IGNORECASE):
+        said = None  # "平民和卧底各自...训练": both sides train (adversarial), not the spies alone
+    side = OTHER[trained] if trained else ("civilians" if said else "spies")
+    notes.append(f"No opponent model named: the {side} play 'opponent' in agent_roll, a frozen local copy "
+                 "of the trainable model.")
+    return side, StaticModel(name="opponent")
 
 
 def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
@@ -191,8 +187,7 @@ def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
                      + (" (the total)." if total is not None else "."))
     each = facts.use(g.mode_per_server.get("agent_roll_adv"))
     adv = [first_given(each, mine, per_server) for mine in own]
-    filled = None in adv
-    if filled:
+    if filled := None in adv:
         split = first_given(facts.use(g.mode_total.get("agent_roll_adv")), total)
         fill = 1 if split in (None, 1) else split // 2
         adv = [a if a is not None else fill for a in adv]
