@@ -116,11 +116,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      "domain, edit mock_dataset.py (mock_paragraphs.json), the prompts in workflow.py and the "
                      "graders after rendering.")
     game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
-    said = agent_servers(facts)
-    server_of = {**DEFAULT_SERVER_OF, **said}
+    lines = agent_servers(facts)
+    server_of = {**DEFAULT_SERVER_OF, **lines}
     path_of: dict[int, Found] = {}  # server index -> a path said of its agents by role
-    by_role = {} if said else role_paths(facts)
-    if facts.src.search(OWN_SERVER) and not said:
+    by_role = {} if lines else role_paths(facts)
+    if facts.src.search(OWN_SERVER) and not lines:
         server_of = {1: 0, 2: 1, 3: 2}
         notes.append("Each agent on its own server, as the spec asks: agent N on serverN.")
     elif len({p.start for p in by_role.values()}) > 1:  # two paths for two groups of agents
@@ -129,13 +129,13 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         path_of = {server_of[a]: path for a, path in by_role.items()}
         notes.append("Agents go to servers by the model the spec names for their role: "
                      + "; ".join(f"agent {a} ({AGENT_ROLES[a]}) on server{server_of[a] + 1}" for a in AGENT_ROLES) + ".")
-    elif not said:
+    elif not lines:
         notes.append("No agent -> server lines found: agents 1 and 3 on server1, agent 2 on server2.")
     count = max(server_of.values()) + 1
     total = facts.use(facts.gpus.total)
     per_server = first_given(facts.use(facts.gpus.per_server), facts.use(facts.gpus.mode_per_server.get("agent_roll")))
     loose_ports = list(facts.ports)
-    servers, teams, trains = [], [], []
+    servers, teams, trains, graders = [], [], [], {}
     own = dict(facts.servers)
     if path_of and own and all(s.implicit for s in own.values()):  # servers numbered by path order: follow the roles
         by_path = {s.path.value: s for s in own.values() if s.path}
@@ -166,16 +166,15 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
             team = roles[0] if len(roles) == 1 else f"agents_{name}" if "detector" in roles else "translators"
             teams.append(Team(name=team, roles=roles, model=name))
             trains.append(f"{name} ({path}) trains the {' and '.join(roles)}")
+            graders[name] = "ProperNounDetectionGrader" if team == "detector" else "TranslationQualityGrader"
     if total is None:
         total = sum(s.gpus for s in servers)
         notes.append(f"No total GPU count given: the node needs {total}.")
     if facts.static_models:
         notes.append("Static models are not used by this family: every agent trains on its server.")
-    graders = {t.model: "ProperNounDetectionGrader" if t.name == "detector" else "TranslationQualityGrader"
-               for t in teams}
     if said := facts.src.search(REWARD_WORDS, mark=False):
         notes.append(f"The spec describes its own reward ('{said.group().strip()}' ...), but this family's rewards "
-                     "are its graders (" + ", ".join(sorted(set(graders.values()))) + ", each 0-2 normalised to "
+                     f"are its graders ({', '.join(sorted(set(graders.values())))}, each 0-2 normalised to "
                      "[0, 1]): the spec's reward terms are not applied. To use them, edit the graders' grade() in "
                      "workflow.py after rendering.")
     modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",

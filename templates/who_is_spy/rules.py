@@ -219,14 +219,13 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     roll_gpus, adv_gpus, total, filled = gpus(facts, notes)
     port1, port2 = ports(facts, notes)
     both = both_trained(facts.text)
-    all_modes = [
+    modes = planned_modes(facts, [
         Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
              rewarded={"server1": learners}, gpus={"server1": roll_gpus}),
         Mode(name="agent_roll_adv", script="agent_roll_adv.py", run_file="agent_run_adv.py",
              servers=["server1", "server2"], teams={"civilians": "server1", "spies": "server2"},
              rewarded={"server1": "civilians", "server2": "spies"}, gpus={"server1": adv_gpus[0], "server2": adv_gpus[1]}),
-    ]
-    modes = planned_modes(facts, all_modes, notes, asked=("agent_roll_adv",) if both else ())
+    ], notes, asked=("agent_roll_adv",) if both else ())
     named = "agent_roll_adv" in facts.modes_named
     if filled and sum(adv_gpus) > total and len(modes) > 1 and not named and not both:
         modes = [m for m in modes if m.name != "agent_roll_adv"]
