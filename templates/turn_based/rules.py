@@ -67,7 +67,7 @@ def title_of(text: str) -> str:
     leading number belongs to it: '20 Questions'; it ends before 'for', 'between', 'vs', ...), else a lowercase
     one after 'to play', else the family default (a name in Chinese characters is not used: code and prompts
     are English)."""
-    lead, played = re.search(_LEADING, text), re.search(_PLAYED, text)  # "to play rock-paper-scissors"
+    lead, played = re.search(_LEADING, text), re.search(_PLAYED, text)  # lowercase: "to play nim against"
     m = re.search(r"(?:for|play(?:s|ing)?|learns?)\s+(?:the game\s+)?[\"'“]?([A-Z][\w' -]{2,40}?)[\"'”]?(?=\s*[(,.;:\n]|\s+with)",
                   text) or re.search(r"玩\s*[“\"「]?([A-Za-z][\w' -]{2,40}?)[”\"」]?(?=\s*[（(，,。的])", text) \
         or re.search(r"(?<=[\u4e00-\u9fff])\s*[（(“\"「]\s*([A-Z][\w'’ -]{2,40}?)\s*[)）”\"」]", text) \
