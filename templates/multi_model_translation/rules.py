@@ -3,8 +3,7 @@
 Agents go to servers line by line: a line naming "Agent N" and "server M" (or a model path, a port) puts
 agent N on server M. Per-server model paths, ports and GPU counts come from the shared server facts
 (vibe_rl.planner.servers). Defaults follow the seed: agents 1 and 3 on server 1 (port 10086), agent 2 on
-server 2 (port 10087), each default noted.
-"""
+server 2 (port 10087), each default noted."""
 
 from __future__ import annotations
 
@@ -71,10 +70,9 @@ def role_paths(facts: Facts) -> dict[int, Found]:
     out: dict[int, Found] = {}
     for path in facts.model_paths:
         start = max([facts.src.clause_of(path.start)[0]] + [p.end for p in facts.model_paths if p.end <= path.start])
-        window = facts.text[start:path.start]
-        named = {agent for agent, words in ROLE_WORDS.items() if re.search(words, window, re.IGNORECASE)}
-        for agent in named:
-            out.setdefault(agent, path)
+        for agent, words in ROLE_WORDS.items():
+            if re.search(words, facts.text[start:path.start], re.IGNORECASE):
+                out.setdefault(agent, path)
     return out
 
 
@@ -82,7 +80,6 @@ def judge(facts: Facts, game: dict, notes: list[str]) -> None:
     """The LLM judge's env var prefix: JUDGE in 'JUDGE_MODEL, JUDGE_BASE_URL, JUDGE_API_KEY'. A model the spec
     names to judge ("reward = BLEU-like score from a judge gpt-4o", "评委模型 gpt-4o", "judge = deepseek-chat") is
     what the graders ask: the note says which env vars to set for it (the graders read them when they start)."""
-    prefix = None
     envs = list(facts.src.finditer(r"\b([A-Z][A-Z0-9]*)_(?:MODEL|BASE_URL|API_KEY)\b"))
     prefixes = {m.group(1) for m in envs if m.group(1) not in ("OPENAI", "ANTHROPIC", "DASHSCOPE", "DEEPSEEK")}
     if len(prefixes) == 1:
@@ -90,14 +87,13 @@ def judge(facts: Facts, game: dict, notes: list[str]) -> None:
         for m in envs:
             if m.group(1) == game["judge_env_prefix"]:
                 facts.src.mark(*m.span())
-        prefix = game["judge_env_prefix"]
     elif not facts.judges:
-        notes.append(f"No single LLM judge env prefix given: graders read {game.get('judge_env_prefix', 'JUDGE')}_MODEL, "
-                     "_BASE_URL, _API_KEY and fall back to rule-based grading.")
+        notes.append("No single LLM judge env prefix given: graders read JUDGE_MODEL, _BASE_URL, _API_KEY "
+                     "and fall back to rule-based grading.")
+    prefix = game.get("judge_env_prefix", "JUDGE")
     for model in facts.judges:
         for m in mentions(facts.text, model.name):
             facts.src.mark(*m.span())
-        prefix = prefix or "JUDGE"
         url = model.base_url or "its OpenAI-compatible URL"
         key = f" (your ${model.api_key_env})" if model.api_key_env else ""
         notes.append(f"Judge {model.name}: the graders ask it when {prefix}_MODEL={model.name}, {prefix}_BASE_URL={url} "
@@ -110,22 +106,21 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         facts.src.mark(*m.span())
     game: dict = {}
     judge(facts, game, notes)
-    other = facts.src.search(OTHER_LANGUAGES, mark=False)
-    if other:
+    if other := facts.src.search(OTHER_LANGUAGES, mark=False):
         notes.append(f"The spec names {other.group()}, but this family translates English -> Chinese only (its mock "
                      "dataset, prompts and graders): the project renders for English -> Chinese. To change the pair, "
                      "edit mock_dataset.py, the prompts in workflow.py and the graders after rendering.")
-    domain = facts.src.search(OTHER_DOMAINS, mark=False)
-    if domain:
+    if domain := facts.src.search(OTHER_DOMAINS, mark=False):
         notes.append(f"The spec names {domain.group()!r} text, but this family's mock dataset, prompts and graders "
                      "are for academic paper paragraphs: the project renders for academic paragraphs. To change the "
                      "domain, edit mock_dataset.py (mock_paragraphs.json), the prompts in workflow.py and the "
                      "graders after rendering.")
     game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
-    server_of = {**DEFAULT_SERVER_OF, **agent_servers(facts)}
+    lines = agent_servers(facts)
+    server_of = {**DEFAULT_SERVER_OF, **lines}
     path_of: dict[int, Found] = {}  # server index -> a path said of its agents by role
-    by_role = role_paths(facts) if not agent_servers(facts) else {}
-    if facts.src.search(OWN_SERVER) and not agent_servers(facts):
+    by_role = {} if lines else role_paths(facts)
+    if facts.src.search(OWN_SERVER) and not lines:
         server_of = {1: 0, 2: 1, 3: 2}
         notes.append("Each agent on its own server, as the spec asks: agent N on serverN.")
     elif len({p.start for p in by_role.values()}) > 1:  # two paths for two groups of agents
@@ -134,13 +129,13 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         path_of = {server_of[a]: path for a, path in by_role.items()}
         notes.append("Agents go to servers by the model the spec names for their role: "
                      + "; ".join(f"agent {a} ({AGENT_ROLES[a]}) on server{server_of[a] + 1}" for a in AGENT_ROLES) + ".")
-    elif not agent_servers(facts):
+    elif not lines:
         notes.append("No agent -> server lines found: agents 1 and 3 on server1, agent 2 on server2.")
     count = max(server_of.values()) + 1
     total = facts.use(facts.gpus.total)
     per_server = first_given(facts.use(facts.gpus.per_server), facts.use(facts.gpus.mode_per_server.get("agent_roll")))
     loose_ports = list(facts.ports)
-    servers, teams = [], []
+    servers, teams, trains, graders = [], [], [], {}
     own = dict(facts.servers)
     if path_of and own and all(s.implicit for s in own.values()):  # servers numbered by path order: follow the roles
         by_path = {s.path.value: s for s in own.values() if s.path}
@@ -149,7 +144,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         name, s = f"server{i + 1}", own.get(i)
         path = facts.use(s.path if s else None) or facts.use(path_of.get(i)) or (
             facts.use(facts.model_paths[0]) if i == 0 and facts.model_paths and not path_of else None)
-        if path is None and not servers:
+        if path is None and i == 0:
             path = no_model_path(facts, notes, name)
         elif path is None:
             path = servers[0].model_path
@@ -168,33 +163,28 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                               url_env="VIBE_RL_SWARM_URL" + (f"_{i + 1}" if i else "")))
         roles = [AGENT_ROLES[a] for a in sorted(AGENT_ROLES) if server_of[a] == i]
         if roles:
-            team = ("detector" if roles == ["detector"] else roles[0] if len(roles) == 1 else
-                    "translators" if "detector" not in roles else f"agents_{name}")
+            team = roles[0] if len(roles) == 1 else f"agents_{name}" if "detector" in roles else "translators"
             teams.append(Team(name=team, roles=roles, model=name))
+            trains.append(f"{name} ({path}) trains the {' and '.join(roles)}")
+            graders[name] = "ProperNounDetectionGrader" if team == "detector" else "TranslationQualityGrader"
     if total is None:
         total = sum(s.gpus for s in servers)
         notes.append(f"No total GPU count given: the node needs {total}.")
     if facts.static_models:
         notes.append("Static models are not used by this family: every agent trains on its server.")
-    graders = {t.model: "ProperNounDetectionGrader" if t.name == "detector" else "TranslationQualityGrader"
-               for t in teams}
-    said = facts.src.search(REWARD_WORDS, mark=False)
-    if said:
+    if said := facts.src.search(REWARD_WORDS, mark=False):
         notes.append(f"The spec describes its own reward ('{said.group().strip()}' ...), but this family's rewards "
-                     "are its graders (" + ", ".join(sorted(set(graders.values()))) + ", each 0-2 normalised to "
+                     f"are its graders ({', '.join(sorted(set(graders.values())))}, each 0-2 normalised to "
                      "[0, 1]): the spec's reward terms are not applied. To use them, edit the graders' grade() in "
                      "workflow.py after rendering.")
     modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
                                        servers=[s.name for s in servers], rewarded={t.model: t.name for t in teams},
                                        gpus={s.name: s.gpus for s in servers})], notes)
-    by_name = {s.name: s for s in servers}
     return TaskSpec(
         family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
         title="Multi-model academic translation: non-shared-parameter GRPO",
         description=("Three agents translate English academic paragraphs into Chinese (draft, proper-noun "
-                     "review, final); " + "; ".join(f"{t.model} ({by_name[t.model].model_path}) trains the "
-                                                    f"{' and '.join(t.roles)}" for t in teams)
-                     + ". Each server is rewarded by its own grader."),
+                     f"review, final); {'; '.join(trains)}. Each server is rewarded by its own grader."),
         gpus=total, game=manifest.resolve_parameters(game), teams=teams, servers=servers,
         training=training(facts, notes, batch_size=32, grpo_n=4, max_tokens=512), modes=modes,
         reward=RewardScheme(win=1.0, loss=0.0, description="; ".join(

@@ -2,8 +2,7 @@
 
 Only the generic numbers are planned (players, turn limit, model, GPUs, training sizes, reward); the game's
 own rules cannot be read offline: they are quoted into the project (spec.md, game_rules.py's docstring) for
-a person or an LLM to write. Every number of the rules therefore stays in `unparsed`, on purpose.
-"""
+a person or an LLM to write. Every number of the rules therefore stays in `unparsed`, on purpose."""
 
 from __future__ import annotations
 
@@ -68,15 +67,12 @@ def title_of(text: str) -> str:
     leading number belongs to it: '20 Questions'; it ends before 'for', 'between', 'vs', ...), else a lowercase
     one after 'to play', else the family default (a name in Chinese characters is not used: code and prompts
     are English)."""
+    lead, played = re.search(_LEADING, text), re.search(_PLAYED, text)  # lowercase: "to play nim against"
     m = re.search(r"(?:for|play(?:s|ing)?|learns?)\s+(?:the game\s+)?[\"'“]?([A-Z][\w' -]{2,40}?)[\"'”]?(?=\s*[(,.;:\n]|\s+with)",
                   text) or re.search(r"玩\s*[“\"「]?([A-Za-z][\w' -]{2,40}?)[”\"」]?(?=\s*[（(，,。的])", text) \
-        or re.search(r"(?<=[\u4e00-\u9fff])\s*[（(“\"「]\s*([A-Z][\w'’ -]{2,40}?)\s*[)）”\"」]", text)
-    if not m:
-        m = re.search(_LEADING, text)
-        m = m if m and not re.match(_VERBS, m.group(1)) else None
-    if not m:  # a lowercase name: "to play rock-paper-scissors best-of-5 against ...", "play a number-guessing game"
-        m = re.search(_PLAYED, text)
-        m = m if m and not re.fullmatch(_GENERIC, m.group(1), re.IGNORECASE) else None
+        or re.search(r"(?<=[\u4e00-\u9fff])\s*[（(“\"「]\s*([A-Z][\w'’ -]{2,40}?)\s*[)）”\"」]", text) \
+        or (lead if lead and not re.match(_VERBS, lead.group(1)) else None) \
+        or (played if played and not re.fullmatch(_GENERIC, played.group(1), re.IGNORECASE) else None)
     if not m or CJK.search(m.group(1)):
         return "Turn-based game"
     name = m.group(1).strip()
@@ -89,15 +85,12 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
     with 2 seats and noted (the skeleton seats one learner and at least one opponent)."""
     found = facts.find(PLAYERS, rf"{NUM}\s*(?:agents|seats|participants|debaters|bots)\b",
                        rf"(?<![\w.])(?:players|num[_ ]players|玩家数|人数)\s*[:：=]\s*{NUM}")
-    if found is None:
-        m = facts.src.search(HEADS_UP, mark=False)
-        found = Found(2, *m.span()) if m else None
-    two = facts.src.search(TWO_PLAYER_GAMES, mark=False) if found is None else None
-    if two:
+    if found is None and (heads := facts.src.search(HEADS_UP, mark=False)):
+        found = Found(2, *heads.span())
+    elif found is None and (two := facts.src.search(TWO_PLAYER_GAMES, mark=False)):
         notes.append(f"No player count given: {two.group()} is a two-player game, so num_players = 2.")
         found = Found(2, *two.span())
-    single = facts.src.search(SINGLE, mark=False)
-    if single and (found is None or found.value == 1):
+    if (single := facts.src.search(SINGLE, mark=False)) and (found is None or found.value == 1):
         notes.append(f"The spec describes a single-player game ({single.group()!r}) but the turn_based skeleton "
                      "seats one learner and at least one opponent: planned with num_players = 2 (the fewest). In "
                      "game_rules.py let the opponent seat play the environment, or give it no moves.")
@@ -107,27 +100,17 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
 
 def learner_seat(facts: Facts) -> Found | None:
     """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
-    m = facts.src.search(SEAT, mark=False)
-    own = facts.src.search(OWN_SIDE, mark=False) if m is None else None
-    player = facts.src.search(PLAYER_NUMBER, mark=False) if m is None and own is None else None
-    if player:
-        zero = re.search(r"0[\s-]*based|0[\s-]*indexed|from 0", facts.text, re.IGNORECASE)
-        based = re.search(r"[(（]?\s*[01][\s-]*(?:based|indexed)\s*[)）]?", facts.text[player.end():player.end() + 30],
-                          re.IGNORECASE)
-        end = player.end() + based.end() if based else player.end()
-        return Found(int(player.group(1)) - (0 if zero else 1), player.start(), end)
-    if not m and not own:
+    m = facts.src.search(SEAT, mark=False) or facts.src.search(OWN_SIDE, mark=False)
+    if m:
+        said = next(g for g in m.groups() if g)
+        return Found(int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1, *m.span())
+    player = facts.src.search(PLAYER_NUMBER, mark=False)
+    if player is None:
         return None
-    if own:
-        return Found(0 if own.group(1) == "先手" else 1, *own.span())
-    said = m.group(1) or m.group(2) or m.group(3)
-    seat = int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1
-    return Found(seat, *m.span())
-
-
-def draw_reward(facts: Facts) -> Found | None:
-    m = facts.src.search(DRAW, mark=False)
-    return Found(float(m.group(1)), *m.span()) if m else None
+    zero, end = re.search(r"0[\s-]*based|0[\s-]*indexed|from 0", facts.text, re.IGNORECASE), player.end()
+    based = re.search(r"[(（]?\s*[01][\s-]*(?:based|indexed)\s*[)）]?", facts.text[end:end + 30], re.IGNORECASE)
+    end += based.end() if based else 0
+    return Found(int(player.group(1)) - (0 if zero else 1), player.start(), end)
 
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
@@ -141,7 +124,9 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     game_parameter(facts, game, "max_turns", None, notes, manifest, "turn limit")
     game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     game_parameter(facts, game, "learner_seat", learner_seat(facts), notes, manifest, "learner seat (-1: drawn every episode)")
-    game_parameter(facts, game, "draw_reward", draw_reward(facts), notes, manifest, "draw reward (null: a draw is a loss)")
+    draw = facts.src.search(DRAW, mark=False)
+    game_parameter(facts, game, "draw_reward", draw and Found(float(draw.group(1)), *draw.span()), notes,
+                   manifest, "draw reward (null: a draw is a loss)")
     seats = game.get("num_players", manifest.parameters["num_players"].default)
     if game.get("learner_seat", -1) >= seats:
         raise PlannerError(f"The spec seats the learner in seat {game['learner_seat']}, but the game has {seats} seats "
@@ -150,13 +135,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     opponent = static_opponent(facts, notes, "the opponent seats")
     if facts.static_models:
         static_note(facts, opponent, notes)
-    else:
-        wanted = facts.src.search(SELF_PLAY, mark=False)
-        if wanted:
-            notes.append(f"The spec asks for self-play ({wanted.group().strip()!r}), but the turn_based skeleton "
-                         "trains one learner seat per episode: the other seats call 'opponent', a frozen copy of the "
-                         "trainable model that does not learn. To train every seat, give each seat its own episode "
-                         "in agent_run.py (one trainable team per seat) after rendering.")
+    elif wanted := facts.src.search(SELF_PLAY, mark=False):
+        notes.append(f"The spec asks for self-play ({wanted.group().strip()!r}), but the turn_based skeleton "
+                     "trains one learner seat per episode: the other seats call 'opponent', a frozen copy of "
+                     "the trainable model that does not learn. To train every seat, give each seat its own "
+                     "episode in agent_run.py (one trainable team per seat) after rendering.")
     teams = [Team(name="learners", roles=["learner"], model="server1"),
              Team(name="opponents", roles=["opponent"], model=opponent.name)]
     modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",

@@ -1,7 +1,6 @@
-"""Offline planner rules of the who_is_spy family: fill the manifest's roles, servers and modes with the
-numbers the spec gives (players, spies, rounds, model paths, ports, GPUs per mode and per server), and note
-every default. Loaded by file path (vibe_rl.planner.offline.load_rules); `build(facts, manifest) -> TaskSpec`.
-"""
+"""Offline planner rules of the who_is_spy family (loaded by file path; `build(facts, manifest) -> TaskSpec`):
+fill the manifest's roles, servers and modes with the numbers the spec gives (players, spies, rounds, model
+paths, ports, GPUs per mode and per server), and note every default."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from vibe_rl.planner.common import (
 )
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import segments
-from vibe_rl.planner.text import NUM
+from vibe_rl.planner.text import NUM, Found
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
@@ -40,16 +39,22 @@ SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|s
          rf"(?:spies|spy|undercover|卧底)",
          rf"(?:(?<!谁是)卧底|spies)\s*(?:数|人数|数量)?\s*(?:有|为|[:：=])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
+SIDES = {"spies": SPY_WORDS, "civilians": CIVILIAN_WORDS}
 OTHER = {"spies": "civilians", "civilians": "spies"}
 SHAPED = r"shaped[\s_-]*rewards?|reward[\s_-]*shaping|dense\s+(?:rewards?|credit)|稠密奖励|奖励塑形|塑形奖励"
 
 
-def _side_of(text: str, position: int) -> str | None:
-    """The team named last in the 60 characters before a model is mentioned."""
-    window = text[max(0, position - 60):position]
-    hits = [(m.end(), "spies") for m in re.finditer(SPY_WORDS, window, re.IGNORECASE)]
-    hits += [(m.end(), "civilians") for m in re.finditer(CIVILIAN_WORDS, window, re.IGNORECASE)]
+def _side_of(text: str, first: bool = False) -> str | None:
+    """The team named last in `text` (with `first`: the one named first), or None."""
+    hits = [(-m.start() if first else m.end(), side) for side, words in SIDES.items()
+            for m in re.finditer(words, text, re.IGNORECASE)]
     return max(hits)[1] if hits else None
+
+
+def _segment(facts: Facts, found: Found) -> tuple[int, int]:
+    """The comma part of its clause (servers.segments) that holds `found`, else its own span."""
+    parts = segments(facts.src, *facts.src.clause_of(found.start))
+    return next(((a, b) for a, b in parts if a <= found.start < b), (found.start, found.end))
 
 
 def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
@@ -59,13 +64,11 @@ def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
         game["num_players"] = facts.use(spies) + facts.use(civilians)
     elif spies is None and players is not None and civilians is not None:
         game["num_spies"] = facts.use(players) - facts.use(civilians)
-    elif civilians is not None and players is not None and spies is not None:
-        if civilians.value + spies.value == players.value:
-            facts.use(civilians)  # consistent; left unmarked (so reported) when it is not
-    game_parameter(facts, game, "num_players", players, notes, manifest, "player count")
-    game_parameter(facts, game, "num_spies", spies, notes, manifest, "spy count")
-    game_parameter(facts, game, "max_rounds", None, notes, manifest, "round limit")
-    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
+    elif None not in (players, spies, civilians) and civilians.value + spies.value == players.value:
+        facts.use(civilians)  # consistent; left unmarked (so reported) when it is not
+    for name, found, what in (("num_players", players, "player count"), ("num_spies", spies, "spy count"),
+                              ("max_rounds", None, "round limit"), ("num_tasks", None, "mock dataset size")):
+        game_parameter(facts, game, name, found, notes, manifest, what)
     shaped(facts, game, notes)
     game = manifest.resolve_parameters(game)
     if 2 * game["num_spies"] >= game["num_players"]:
@@ -92,25 +95,23 @@ def shaped(facts: Facts, game: dict, notes: list[str]) -> None:
 def trained_side(text: str) -> str | None:
     """The side the spec says trains ("train the spies", "trained side: spies", "civilians are trainable",
     "训练卧底"), or None when it names neither or both."""
-    sides = set()
-    for side, words in (("spies", SPY_WORDS), ("civilians", CIVILIAN_WORDS)):
-        if re.search(rf"(?:\btrain(?:ing|ed)?|trained side|trainable side|learning side|learners?|训练|可训练)\s*"
-                     rf"(?:[:：=]\s*)?(?:only\s+)?(?:the\s+)?(?:{words})", text, re.IGNORECASE) or re.search(
-                rf"(?:{words})\s*(?:are|is|get|will be|should be|shall be)?\s*(?:the\s+)?(?:trained|trainable|"
-                rf"learners?|\btrain\b|\bshare\b|可训练|训练|共享)", text, re.IGNORECASE):
-            sides.add(side)
-    return sides.pop() if len(sides) == 1 else None
+    sides = [side for side, words in SIDES.items() if re.search(
+        rf"(?:\btrain(?:ing|ed)?|trained side|trainable side|learning side|learners?|训练|可训练)\s*"
+        rf"(?:[:：=]\s*)?(?:only\s+)?(?:the\s+)?(?:{words})", text, re.IGNORECASE) or re.search(
+        rf"(?:{words})\s*(?:are|is|get|will be|should be|shall be)?\s*(?:the\s+)?(?:trained|trainable|"
+        rf"learners?|\btrain\b|\bshare\b|可训练|训练|共享)", text, re.IGNORECASE)]
+    return sides[0] if len(sides) == 1 else None
 
 
 def both_trained(text: str) -> bool:
     """Whether the spec says both teams train ("both sides train", "train both teams", "卧底和平民都要训练",
     "spies and civilians are both trained", "双方都训练"): that asks for agent_roll_adv, which `vibe-rl run` then
     starts (agent_roll trains one side only)."""
-    both = rf"both\s+(?:teams|sides)|双方|两边|两队|(?:{SPY_WORDS})\s*(?:and|和|与|跟)\s*(?:the\s+)?(?:{CIVILIAN_WORDS})|" \
-           rf"(?:{CIVILIAN_WORDS})\s*(?:and|和|与|跟)\s*(?:the\s+)?(?:{SPY_WORDS})"
-    train = r"train\w*|learn\w*|训练"
+    teams, train = r"both\s+(?:teams|sides)|双方|两边|两队", r"train\w*|learn\w*|训练"
+    both = "|".join([teams] + [rf"(?:{a})\s*(?:and|和|与|跟)\s*(?:the\s+)?(?:{b})" for a, b in (
+        (SPY_WORDS, CIVILIAN_WORDS), (CIVILIAN_WORDS, SPY_WORDS))])
     return bool(re.search(rf"(?:{both})[^,.;，。；\n]{{0,12}}?(?:都|both|各自?|each|alike)[^,.;，。；\n]{{0,24}}?(?:{train})"
-                          rf"|(?:both\s+(?:teams|sides)|双方|两边|两队)\s*(?:都|各自?)?\s*(?:要|will|are|get)?\s*(?:{train})"
+                          rf"|(?:{teams})\s*(?:都|各自?)?\s*(?:要|will|are|get)?\s*(?:{train})"
                           rf"|train\w*\s+both\s+(?:teams|sides)|(?:{train})\s*(?:双方|两边|两队)", text, re.IGNORECASE))
 
 
@@ -124,15 +125,11 @@ def path_sides(facts: Facts, notes: list[str]) -> str | None:
     if not (set(srv) == {0, 1} and all(s.implicit and s.path for s in srv.values())):
         return None
     sides = []
-    for i in (0, 1):
-        path = srv[i].path
-        a, b = next(((a, b) for a, b in segments(facts.src, *facts.src.clause_of(path.start)) if a <= path.start < b),
-                    (path.start, path.end))
-        before = _side_of(facts.text[a:path.start], path.start - a)
-        after = [(m.start(), side) for side, words in (("spies", SPY_WORDS), ("civilians", CIVILIAN_WORDS))
-                 for m in re.finditer(words, facts.text[path.end:b], re.IGNORECASE)]
-        sides.append(before or (min(after)[1] if after else None))
-    if set(sides) != {"spies", "civilians"}:
+    for path in (srv[0].path, srv[1].path):
+        a, b = _segment(facts, path)
+        sides.append(_side_of(facts.text[max(a, path.start - 60):path.start])
+                     or _side_of(facts.text[path.end:b], first=True))
+    if set(sides) != set(SIDES):
         return None
     if sides[0] == "spies":
         srv[0], srv[1] = srv[1], srv[0]
@@ -144,22 +141,20 @@ def path_sides(facts: Facts, notes: list[str]) -> str | None:
 def opponent(facts: Facts, notes: list[str], trains: str | None = None) -> tuple[str, StaticModel]:
     """(the side that plays a static model in agent_roll, that model). A side the spec says trains decides,
     else `trains` (the side whose model server1 holds, when each team has its own path); else a static model
-    belongs to the team named just before it."""
-    static = None
+    belongs to the team named just before it. Of several, the spies' last one is used, else the first."""
     trained = trained_side(facts.text) or trains
-    for position, model in facts.static_models:
-        side = OTHER[trained] if trained else (_side_of(facts.text, position) or "spies")
-        if static is None or side == "spies":
-            static = (side, model)
-    if static is None:
-        said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{TRAIN_WORDS})", facts.text, re.IGNORECASE)
-        if said and re.search(CIVILIAN_WORDS, facts.text[max(0, said.start() - 12):said.start()], re.IGNORECASE):
-            said = None  # "平民和卧底各自...训练": both sides train (adversarial), not the spies alone
-        side = OTHER[trained] if trained else ("civilians" if said else "spies")
-        notes.append(f"No opponent model named: the {side} play 'opponent' in agent_roll, a frozen local copy "
-                     "of the trainable model.")
-        return side, StaticModel(name="opponent")
-    return static
+    sides = [(OTHER[trained] if trained else _side_of(facts.text[max(0, p - 60):p]) or "spies", model)
+             for p, model in facts.static_models]
+    if sides:
+        side, model = next((s for s in reversed(sides) if s[0] == "spies"), sides[0])
+        return side, static_endpoint(facts, model)
+    said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{TRAIN_WORDS})", facts.text, re.IGNORECASE)
+    if said and re.search(CIVILIAN_WORDS, facts.text[max(0, said.start() - 12):said.start()], re.IGNORECASE):
+        said = None  # "平民和卧底各自...训练": both sides train (adversarial), not the spies alone
+    side = OTHER[trained] if trained else ("civilians" if said else "spies")
+    notes.append(f"No opponent model named: the {side} play 'opponent' in agent_roll, a frozen local copy "
+                 "of the trainable model.")
+    return side, StaticModel(name="opponent")
 
 
 def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
@@ -167,15 +162,11 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
     second = facts.server_path(1)
     if second is None:  # a path in a clause (or, after it, the same segment) about the spies is server 2's
         for found in facts.model_paths:
-            clause_start = facts.src.clause_of(found.start)[0]
-            segment_end = next((b for a, b in segments(facts.src, *facts.src.clause_of(found.start))
-                                if a <= found.start < b), found.end)
-            if found is not first and (re.search(SPY_WORDS, facts.text[clause_start:found.start], re.IGNORECASE)
-                                       or re.search(SPY_WORDS, facts.text[found.end:segment_end], re.IGNORECASE)):
+            near = (facts.text[facts.src.clause_of(found.start)[0]:found.start],
+                    facts.text[found.end:_segment(facts, found)[1]])
+            if found is not first and any(re.search(SPY_WORDS, t, re.IGNORECASE) for t in near):
                 second = found
-    path1 = facts.use(first) or "tiny"
-    if first is None:
-        no_model_path(facts, notes)
+    path1 = facts.use(first) if first is not None else no_model_path(facts, notes)
     path2 = facts.use(second) or path1
     if second is None:
         notes.append(f"No model path for server2: it starts from server1's model ({path1}).")
@@ -184,12 +175,10 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
 
 def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
     """(agent_roll GPUs, agent_roll_adv GPUs of server1 and server2, total, whether agent_roll_adv's counts are
-    the planner's fill rather than the spec's). A count said of one server
-    ("server 2 uses 2 GPUs") holds in every mode; a mode's count wins over it for that mode. 0 is a count
-    (CPU), not a missing one."""
+    the planner's fill rather than the spec's). A count said of one server ("server 2 uses 2 GPUs") holds in
+    every mode; a mode's count wins over it for that mode. 0 is a count (CPU), not a missing one."""
     g, srv = facts.gpus, facts.servers
-    total = facts.use(g.total)
-    per_server = facts.use(g.per_server)
+    total, per_server = facts.use(g.total), facts.use(g.per_server)
     own = [facts.use(srv[i].gpus) if i in srv else None for i in (0, 1)]
     roll = first_given(facts.use(g.mode_per_server.get("agent_roll")), own[0], per_server)
     if roll is None:
@@ -197,16 +186,15 @@ def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
         notes.append(f"agent_roll: no GPU count for its server: using {roll}"
                      + (" (the total)." if total is not None else "."))
     each = facts.use(g.mode_per_server.get("agent_roll_adv"))
-    adv = [first_given(each, own[i], per_server) for i in (0, 1)]
-    filled = None in adv
-    if filled:
+    adv = [first_given(each, mine, per_server) for mine in own]
+    if filled := None in adv:
         split = first_given(facts.use(g.mode_total.get("agent_roll_adv")), total)
-        fill = 1 if split is None else (split // 2 if split != 1 else 1)
+        fill = 1 if split in (None, 1) else split // 2
         adv = [a if a is not None else fill for a in adv]
         notes.append(f"agent_roll_adv: no GPUs per server given: using {adv[0]} + {adv[1]}"
                      + (f" (half of {split} each)." if split and split > 1 else "."))
-    if total is None and g.mode_total.get("agent_roll_adv") is not None:  # "adversarial: 8 GPUs" is the node's
-        total = facts.use(g.mode_total["agent_roll_adv"])
+    if total is None:  # "adversarial: 8 GPUs" is the node's
+        total = facts.use(g.mode_total.get("agent_roll_adv"))
     if total is None:
         total = max(roll, sum(adv))
         notes.append(f"No total GPU count given: the node needs {total}.")
@@ -214,12 +202,10 @@ def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
 
 
 def ports(facts: Facts, notes: list[str]) -> list[int]:
-    loose = list(facts.ports)
-    out = []
-    for i in (0, 1):
-        found = facts.servers[i].port if i in facts.servers and facts.servers[i].port else (loose.pop(0) if loose else None)
-        out.append(facts.use(found) or 10086 + i)
-    if out == [10086, 10087] and not (facts.ports or any(s.port for s in facts.servers.values())):
+    loose, own = list(facts.ports), [facts.servers.get(i) for i in (0, 1)]
+    out = [facts.use(s.port if s and s.port else (loose.pop(0) if loose else None)) or 10086 + i
+           for i, s in enumerate(own)]
+    if not (facts.ports or any(s.port for s in facts.servers.values())):
         notes.append("No ports given: server1 on 10086, server2 on 10087.")
     return out
 
@@ -228,51 +214,48 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     game = counts(facts, notes, manifest)
     static_side, static_model = opponent(facts, notes, path_sides(facts, notes))
-    static_model = static_endpoint(facts, static_model) if facts.static_models else static_model
-    trained_side = "civilians" if static_side == "spies" else "spies"
+    learners = OTHER[static_side]
     path1, path2 = server_paths(facts, notes)
     roll_gpus, adv_gpus, total, filled = gpus(facts, notes)
     port1, port2 = ports(facts, notes)
-    all_modes = [
+    both = both_trained(facts.text)
+    modes = planned_modes(facts, [
         Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
-             rewarded={"server1": trained_side}, gpus={"server1": roll_gpus}),
+             rewarded={"server1": learners}, gpus={"server1": roll_gpus}),
         Mode(name="agent_roll_adv", script="agent_roll_adv.py", run_file="agent_run_adv.py",
              servers=["server1", "server2"], teams={"civilians": "server1", "spies": "server2"},
              rewarded={"server1": "civilians", "server2": "spies"}, gpus={"server1": adv_gpus[0], "server2": adv_gpus[1]}),
-    ]
-    modes = planned_modes(facts, all_modes, notes, asked=("agent_roll_adv",) if both_trained(facts.text) else ())
-    if (filled and sum(adv_gpus) > total and len(modes) > 1 and "agent_roll_adv" not in facts.modes_named
-            and not both_trained(facts.text)):
+    ], notes, asked=("agent_roll_adv",) if both else ())
+    named = "agent_roll_adv" in facts.modes_named
+    if filled and sum(adv_gpus) > total and len(modes) > 1 and not named and not both:
         modes = [m for m in modes if m.name != "agent_roll_adv"]
         notes.append(f"agent_roll_adv left out: it runs two servers on separate GPUs and the spec gives {total}. "
                      "Give 2 or more GPUs to plan it too.")
-    roll = any(m.name == "agent_roll" for m in modes)
-    statics = [static_model] if roll else []
+    names = {m.name for m in modes}
+    statics = [static_model] if "agent_roll" in names else []
     for model in statics:
         static_note(facts, model, notes)
-    servers = [Server(name="server1", port=port1, model_path=path1, gpus=roll_gpus if roll else adv_gpus[0],
+    gpus1 = roll_gpus if statics else adv_gpus[0]
+    servers = [Server(name="server1", port=port1, model_path=path1, gpus=gpus1,
                       config="config.yaml", url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])]
-    if any(m.name == "agent_roll_adv" for m in modes):
+    if "agent_roll_adv" in names:
         servers.append(Server(name="server2", port=port2, model_path=path2, gpus=adv_gpus[1],
                               config="config_server2.yaml", url_env="VIBE_RL_SWARM_URL_2"))
     elif path2 != path1:
         notes.append(f"A second model path ({path2}) is given but agent_roll_adv is not planned: it is unused.")
-    if roll:
-        teams = [Team(name="civilians", roles=["civilian"],
-                      model="server1" if trained_side == "civilians" else static_model.name),
-                 Team(name="spies", roles=["spy"], model="server1" if trained_side == "spies" else static_model.name)]
+    adv = "against each other on two servers (agent_roll_adv)."
+    if statics:
+        model = {learners: "server1", static_side: static_model.name}
+        what = f"Train the {learners} of Who is Spy ({path1}) against {static_model.name} (agent_roll)" + (
+            f", and both teams {adv}" if len(servers) > 1 else ".")
     else:
-        teams = [Team(name="civilians", roles=["civilian"], model="server1"),
-                 Team(name="spies", roles=["spy"], model="server2")]
-    if roll:
-        what = f"Train the {trained_side} of Who is Spy ({path1}) against {static_model.name} (agent_roll)" + (
-            ", and both teams against each other on two servers (agent_roll_adv)." if len(servers) > 1 else ".")
-    else:
-        what = f"Train both teams of Who is Spy ({path1}) against each other on two servers (agent_roll_adv)."
+        model = {"civilians": "server1", "spies": "server2"}
+        what = f"Train both teams of Who is Spy ({path1}) {adv}"
     return TaskSpec(
         family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
-        title="Who is Spy: GRPO self-play", description=what,
-        gpus=total, game=game, teams=teams, servers=servers, static_models=statics,
+        title="Who is Spy: GRPO self-play", description=what, gpus=total, game=game, servers=servers,
+        teams=[Team(name="civilians", roles=["civilian"], model=model["civilians"]),
+               Team(name="spies", roles=["spy"], model=model["spies"])], static_models=statics,
         training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes, reward=reward(facts, notes),
         constraints=constraints(facts, notes, random_ids=True),
         notes=notes,
