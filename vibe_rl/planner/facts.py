@@ -54,8 +54,7 @@ class Facts:
         return self.src.text
 
     def use(self, found: Found | None) -> Any:
-        """Mark a found value (and its restatements) as placed in the TaskSpec and return its value (None stays
-        None)."""
+        """Mark a found value (and its restatements) as placed in the TaskSpec; its value (None stays None)."""
         if found is None:
             return None
         for start, end in [(found.start, found.end), *found.repeats]:
@@ -63,15 +62,13 @@ class Facts:
         return found.value
 
     def find(self, *patterns: str) -> Found | None:
-        """The count the patterns read (vibe_rl.planner.counts.read_count): the first reading, with its
-        restatements of the same value as `repeats` (placed with it); not marked: pass it to `use` once it is
-        placed. Two different values are a PlannerError naming both; a number an earlier `find` read is not
+        """The count the patterns read (counts.read_count), with its restatements as `repeats`; not marked (pass
+        it to `use` once placed). Two different values are a PlannerError; an earlier `find`'s number is not
         read again."""
         return read_count(self.src, patterns, self.claimed)
 
     def server_path(self, index: int) -> Found | None:
-        s = self.servers.get(index)
-        return s.path if s else None
+        return s.path if (s := self.servers.get(index)) else None
 
 
 def model_paths(src: SpecText) -> list[Found]:
@@ -104,7 +101,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
     and the numbers are paired in order ("reward 1 for the winners, 0 for the losers", "胜者奖励 1，败者 0",
     "win/loss rewards are 1/0", "Winners 1, losers 0"). A number the game is played to ("first to bank 30
     points wins", "先到 30 分") is a rule, never a reward."""
-    win = loss = None
+    found: dict[str, float | None] = {"win": None, "loss": None}
     for start, end in _wrapped(src):
         clause = src.text[start:end]
         if not re.search(WIN_WORDS + "|" + LOSS_WORDS, clause, re.IGNORECASE):
@@ -119,11 +116,10 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
             if not said and not re.search(r"得\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d|" + _BARE, segment,
                                           re.IGNORECASE):
                 continue
-            words = [(m.start(), "win") for m in re.finditer(WIN_WORDS, segment, re.IGNORECASE)]
-            words += [(m.start(), "loss") for m in re.finditer(LOSS_WORDS, segment, re.IGNORECASE)]
-            words = sorted(words)
-            goals = [m.span(1) for m in re.finditer(_GOAL, segment, re.IGNORECASE)]
-            goals += [m.span(1) for m in re.finditer(_DRAW_VALUE, segment, re.IGNORECASE)]  # "和棋 0": the draw's
+            words = sorted((m.start(), kind) for kind, pattern in (("win", WIN_WORDS), ("loss", LOSS_WORDS))
+                           for m in re.finditer(pattern, segment, re.IGNORECASE))
+            # a goal is no reward, nor is a draw's value ("和棋 0")
+            goals = [m.span(1) for p in (_GOAL, _DRAW_VALUE) for m in re.finditer(p, segment, re.IGNORECASE)]
             numbers = [n for n in re.finditer(_SIGNED, segment) if n.span(1) not in goals]
             kinds = [k for i, (_, k) in enumerate(words) if i == 0 or k != words[i - 1][1]]
             if not words or len(numbers) != len(kinds):
@@ -131,18 +127,15 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
             placed = 0
             for kind, number in zip(kinds, numbers, strict=True):
                 value = float(number.group(1))
-                if kind == "win" and win in (None, value):
-                    win = value
-                elif kind == "loss" and loss in (None, value):
-                    loss = value
-                else:
+                if found[kind] not in (None, value):
                     continue  # a second, different value: left unmarked, so it is reported
+                found[kind] = value
                 placed += 1
                 src.mark(seg_start + number.start(1), seg_start + number.end(1))
                 src.source(f"reward.{kind}", seg_start, seg_start + len(segment))
             if placed == len(numbers) and "/" in segment:  # "reward (win/loss): 1 / -1": 'win/loss' is no path
                 src.mark(seg_start, seg_start + len(segment))
-    return win, loss
+    return found["win"], found["loss"]
 
 
 def _wrapped(src: SpecText) -> list[tuple[int, int]]:
