@@ -1,10 +1,9 @@
 """Per-server and GPU facts: "server 2 uses /models/b on port 10087 with 2 GPUs", "each server uses 4 GPUs",
 "8 GPUs in total", "agent_roll: 4 GPUs", in Chinese and English.
 
-A clause (line or sentence) is cut into segments at commas, "and", "和"; a segment that names "server N"
-gives its path, port and GPU count to server N, and a segment naming no server belongs to the nearest
-server named before it in the clause (else the next one after it). A clause naming no server but two or more
-model paths in separate parts gives each path, with the parts after it, to the next server in order.
+A clause (line or sentence) is cut into segments; each gives its path, port and GPU count to the server it
+names or to the nearest one named (`server_segments`); a clause naming none numbers servers by its paths
+(`implicit_servers`, `described_servers`).
 """
 
 from __future__ import annotations

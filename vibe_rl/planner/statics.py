@@ -80,8 +80,7 @@ def key_next_to(src: SpecText, end: int) -> str | None:
 
 
 def _static_context(src: SpecText, start: int, end: int) -> bool:
-    """Whether the words around a model name (in its comma part) say it plays a side rather than trains: the
-    nearest such word before the name decides, else the first one after it ("glm-4-plus 扮演卧底")."""
+    """Whether the words around a model name say it plays a side rather than trains (the module's rules)."""
     c_start, c_end = src.clause_of(start)
     left = max([c_start] + [c_start + m.end() for m in re.finditer(r"[,，;；、(（)）]", src.text[c_start:start])])
     right = next((end + m.start() for m in re.finditer(r"[,，;；、(（)）]", src.text[end:c_end])), c_end)
@@ -89,8 +88,7 @@ def _static_context(src: SpecText, start: int, end: int) -> bool:
     word = before[-1] if before else re.search(_CONTEXT, src.text[end:right], re.IGNORECASE)
     if word:
         return bool(word.group("static"))
-    # "undercover = claude-3-5-sonnet": assigned to a role, unless a path or a training word follows in its part
-    # or aside ("civilians = Qwen3-8B (/ckpt/qwen3-8b)" names the trainable model)
+    # assigned to a role ("undercover = claude-3-5-sonnet"), unless a path or a training word follows
     tail = src.text[end:next((end + m.start() for m in re.finditer(r"[,，;；]", src.text[end:c_end])), c_end)]
     if re.search(_ASSIGNED, src.text[left:start], re.IGNORECASE):
         return not re.search(_TRAINS_AFTER, tail, re.IGNORECASE)

@@ -44,8 +44,7 @@ class Row:
     after: tuple[str, ...] = ()  # words that name the field when they follow the number
 
     def words(self) -> str:
-        english = [rf"(?<![A-Za-z0-9-]){w}(?![A-Za-z0-9])" for w in self.en]
-        return "|".join(english + list(self.zh))
+        return "|".join([*(rf"(?<![A-Za-z0-9-]){w}(?![A-Za-z0-9])" for w in self.en), *self.zh])
 
     def cast(self, raw: str) -> Any:
         if re.fullmatch(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", raw, re.IGNORECASE):

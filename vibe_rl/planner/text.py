@@ -101,8 +101,7 @@ class SpecText:
         self.spans.append((start, end))
 
     def search(self, pattern: str, mark: bool = True) -> re.Match | None:
-        """The first match that stays on one line (in "players: 6\nspies: 1" the 6 is not a count of spies),
-        marked as understood unless `mark=False`."""
+        """The first match on one line ("players: 6\nspies: 1": no 6 spies), marked unless `mark=False`."""
         found = next((m for m in self.finditer(pattern) if "\n" not in m.group().strip()), None)
         if found is not None and mark:
             self.mark(*found.span())
@@ -172,8 +171,8 @@ def part_around(text: str, start: int, end: int, separators: str) -> tuple[int, 
 
 
 def _abbreviates(path: str, name: str) -> bool:
-    """'Qwen2.5-3B-Instruct (/data/models/qwen2.5-3b)': the last folder of a planned path that the model name
-    starts with (at least a family name and a digit) makes the name that path's, so it is not reported."""
+    """'Qwen2.5-3B-Instruct (/data/models/qwen2.5-3b)': a name starting with a planned path's last folder (4
+    characters or more, a digit among them) names that path's model, so it is not reported."""
     base = path.rstrip("/").rsplit("/", 1)[-1]
     return "/" in path and len(base) >= 4 and any(c.isdigit() for c in base) and name.startswith(base)
 
