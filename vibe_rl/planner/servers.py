@@ -52,8 +52,7 @@ def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
             continue
         out.append((pos, start + m.start()))
         pos = start + m.end()
-    out.append((pos, end))
-    return [(a, b) for a, b in out if src.text[a:b].strip()]
+    return [(a, b) for a, b in [*out, (pos, end)] if src.text[a:b].strip()]
 
 
 def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int, int | None]]:
@@ -167,10 +166,8 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
         mode = next((name for name, words in MODES.items() if re.search(words, clause, re.I)), None)
         servers_named = len(re.findall(SERVER, clause, re.IGNORECASE))
         counts = list(re.finditer(GPU, clause, re.IGNORECASE))
-        for m in counts:
+        for m in [m for m in counts if start + m.start() not in claimed]:  # not one server's (server_facts)
             found = Found(to_int(next(g for g in m.groups() if g)), start + m.start(), start + m.end())
-            if found.start in claimed:
-                continue  # one server's count: see server_facts
             # with several counts in a clause, "each" belongs to the count in its own comma segment
             # ("用八张 A100，...，每台四卡": 8 is the total, 4 per server)
             scope = clause[slice(*part_around(clause, m.start(), m.end(), ",，;；"))] if len(counts) > 1 else clause

@@ -150,8 +150,7 @@ class SpecText:
         start = end - len(self.text[start:end].lstrip())
         if end - start <= REPORT_WIDTH:
             return start, end
-        half = REPORT_WIDTH // 2
-        left, right = max(start, position - half), min(end, position + half)
+        left, right = max(start, position - REPORT_WIDTH // 2), min(end, position + REPORT_WIDTH // 2)
         space = self.text.find(" ", left, position)
         left = space + 1 if left > start and 0 <= space < position else left
         space = self.text.rfind(" ", position, right)
