@@ -54,8 +54,7 @@ class Facts:
         return self.src.text
 
     def use(self, found: Found | None) -> Any:
-        """Mark a found value (and its restatements) as placed in the TaskSpec and return its value (None stays
-        None)."""
+        """Mark a found value (and its restatements) as placed; return its value (None stays None)."""
         if found is None:
             return None
         for start, end in [(found.start, found.end), *found.repeats]:
@@ -63,15 +62,13 @@ class Facts:
         return found.value
 
     def find(self, *patterns: str) -> Found | None:
-        """The count the patterns read (vibe_rl.planner.counts.read_count): the first reading, with its
-        restatements of the same value as `repeats` (placed with it); not marked: pass it to `use` once it is
-        placed. Two different values are a PlannerError naming both; a number an earlier `find` read is not
-        read again."""
+        """The count the patterns read (counts.read_count), its restatements as `repeats`; not marked (pass it
+        to `use` once placed). Two different values are a PlannerError; an earlier `find`'s number is not read
+        again."""
         return read_count(self.src, patterns, self.claimed)
 
     def server_path(self, index: int) -> Found | None:
-        s = self.servers.get(index)
-        return s.path if s else None
+        return s.path if (s := self.servers.get(index)) else None
 
 
 def model_paths(src: SpecText) -> list[Found]:
@@ -80,12 +77,10 @@ def model_paths(src: SpecText) -> list[Found]:
     for m in src.finditer(r"`(/[^`\s]+)`|(?<![\w.:/])((?:\.{1,2})?/(?:[\w.-]+/)+[\w.-]+)|`([\w-]+/[\w.-]+)`"
                           r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"
                           r"|(?:(?<=\bat\s)|(?<=\bin\s)|(?<=\bfrom\s)|(?<=\bunder\s))(/[A-Za-z][\w.-]*\d[\w.-]*)(?![\w/])"):
-        group = next(i for i in range(1, 6) if m.group(i))
-        path = m.group(group).rstrip(".")
-        if path.lower().endswith((".md", ".py", ".json", ".yaml", ".yml", ".txt")):
-            continue
-        if not any(f.start <= m.start(group) < f.end for f in out):
-            out.append(Found(path, m.start(group), m.start(group) + len(path)))
+        path, start = m.group(m.lastindex).rstrip("."), m.start(m.lastindex)  # the one alternative's group
+        if not path.lower().endswith((".md", ".py", ".json", ".yaml", ".yml", ".txt")) and not any(
+                f.start <= start < f.end for f in out):
+            out.append(Found(path, start, start + len(path)))
     return out
 
 
@@ -94,8 +89,7 @@ _BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|赢|输|\bwinners?|\bloser
 # A goal of the game, not a reward: "the first player to bank 30 points wins", "reach 100 points", "先到 30 分"
 _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
          r"(\d+(?:\.\d+)?)")
-
-
+# A draw's value, not a win's or a loss's: "和棋 0", "draws give 0.5"
 _DRAW_VALUE = r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|gets|为|得)?\s*(?:the\s+learner\s*)?([-+]?\d+(?:\.\d+)?)"
 
 
@@ -104,8 +98,14 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
     and the numbers are paired in order ("reward 1 for the winners, 0 for the losers", "胜者奖励 1，败者 0",
     "win/loss rewards are 1/0", "Winners 1, losers 0"). A number the game is played to ("first to bank 30
     points wins", "先到 30 分") is a rule, never a reward."""
-    win = loss = None
-    for start, end in _wrapped(src):
+    found: dict[str, float | None] = {"win": None, "loss": None}
+    clauses: list[tuple[int, int]] = []  # a line that ends in a comma joins the next one
+    for start, end in src.clauses():
+        if clauses and src.text[clauses[-1][0]:clauses[-1][1]].rstrip().endswith((",", "，")):
+            clauses[-1] = (clauses[-1][0], end)
+        else:
+            clauses.append((start, end))
+    for start, end in clauses:
         clause = src.text[start:end]
         if not re.search(WIN_WORDS + "|" + LOSS_WORDS, clause, re.IGNORECASE):
             continue
@@ -119,11 +119,9 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
             if not said and not re.search(r"得\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d|" + _BARE, segment,
                                           re.IGNORECASE):
                 continue
-            words = [(m.start(), "win") for m in re.finditer(WIN_WORDS, segment, re.IGNORECASE)]
-            words += [(m.start(), "loss") for m in re.finditer(LOSS_WORDS, segment, re.IGNORECASE)]
-            words = sorted(words)
-            goals = [m.span(1) for m in re.finditer(_GOAL, segment, re.IGNORECASE)]
-            goals += [m.span(1) for m in re.finditer(_DRAW_VALUE, segment, re.IGNORECASE)]  # "和棋 0": the draw's
+            words = sorted((m.start(), kind) for kind, pattern in (("win", WIN_WORDS), ("loss", LOSS_WORDS))
+                           for m in re.finditer(pattern, segment, re.IGNORECASE))
+            goals = [m.span(1) for p in (_GOAL, _DRAW_VALUE) for m in re.finditer(p, segment, re.IGNORECASE)]
             numbers = [n for n in re.finditer(_SIGNED, segment) if n.span(1) not in goals]
             kinds = [k for i, (_, k) in enumerate(words) if i == 0 or k != words[i - 1][1]]
             if not words or len(numbers) != len(kinds):
@@ -131,30 +129,15 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
             placed = 0
             for kind, number in zip(kinds, numbers, strict=True):
                 value = float(number.group(1))
-                if kind == "win" and win in (None, value):
-                    win = value
-                elif kind == "loss" and loss in (None, value):
-                    loss = value
-                else:
+                if found[kind] not in (None, value):
                     continue  # a second, different value: left unmarked, so it is reported
+                found[kind] = value
                 placed += 1
                 src.mark(seg_start + number.start(1), seg_start + number.end(1))
                 src.source(f"reward.{kind}", seg_start, seg_start + len(segment))
             if placed == len(numbers) and "/" in segment:  # "reward (win/loss): 1 / -1": 'win/loss' is no path
                 src.mark(seg_start, seg_start + len(segment))
-    return win, loss
-
-
-def _wrapped(src: SpecText) -> list[tuple[int, int]]:
-    """The clauses, with a line that ends in a comma joined to the next one: a spec wrapped by hand
-    ("Winners get reward 1,\\nlosers 0.") keeps its reward sentence whole."""
-    out: list[tuple[int, int]] = []
-    for start, end in src.clauses():
-        if out and src.text[out[-1][0]:out[-1][1]].rstrip().endswith((",", "，")):
-            out[-1] = (out[-1][0], end)
-        else:
-            out.append((start, end))
-    return out
+    return found["win"], found["loss"]
 
 
 def modes(src: SpecText) -> tuple[list[str], list[str]]:
@@ -180,11 +163,12 @@ def extract(text: str) -> Facts:
     facts.gpus = gpu_facts(src, facts.servers)
     facts.training = read(src, TRAINING, facts.notes, prefix="training.")  # conflicts noted, left unmarked
     facts.notes += unplaced_notes(src)
-    facts.static_models = static_models(src)
-    facts.judges = [m for _, m in facts.static_models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
+    models = static_models(src)
+    statics = {m.name.lower() for _, m in models}
+    facts.judges = [m for _, m in models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
                     if all(judge_context(text, *x.span()) for x in mentions(text, m.name))]
     judges = [m.name for m in facts.judges]
-    facts.static_models = [(pos, m) for pos, m in facts.static_models if m.name not in judges]
+    facts.static_models = [(pos, m) for pos, m in models if m.name not in judges]
     for name in judges:
         facts.notes.append(f"{name} is named as a judge, not a player: it is not seated as an opponent. A family that "
                            "grades with an LLM reads its judge from env vars (multi_model_translation: JUDGE_MODEL, "
@@ -194,7 +178,6 @@ def extract(text: str) -> Facts:
     size = next((m for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
                  if not any(a <= m.start() < b for a, b in static_spans)), None)  # "Qwen3-32B" is the opponent's
     facts.model_size = size.group(1) if size else None
-    statics = {m.name.lower() for _, m in facts.static_models} | {name.lower() for name in judges}
     for name in dict.fromkeys(m.group().rstrip(".") for m in src.finditer(MODEL_NAME)):
         if name.lower() not in statics and not facts.model_paths:
             facts.notes.append(f"Model {name} is named without a local directory, and the spec does not say it "

@@ -1,15 +1,13 @@
 """The training numbers of a spec (TaskSpec.training): each field with the phrasings people use for it.
 
-A field is read where its name and a number meet ("batch size 16", "lr=5e-6", "学习率 1e-5", "8 samples per
-prompt", "8 samples per game", "rollouts_per_prompt: 8", "each prompt gets 8 rollouts", "每个 prompt 采样 8 条",
-"每局重复 8 次", "每局 4 次采样", "stop training at 300 steps", verl/TRL-style keys "bsz=64", "n_samples=16", the paper's "GRPO (G=8)"). A negative number after a field name is read
-too, so that the plan refuses it with the field named (instead of keeping the default and hiding the value).
-A field the spec gives twice with different values keeps the first, says so in a note, and leaves the other
-unmarked, so it is listed in `unparsed`.
+A field is read where its name and a number meet (vibe_rl.planner.table): "batch size 16", "lr=5e-6", "学习率
+1e-5", "8 samples per prompt", "rollouts_per_prompt: 8", "each prompt gets 8 rollouts", "每个 prompt 采样 8 条",
+"每局重复 8 次", "stop training at 300 steps", keys "bsz=64", "n_samples=16", "GRPO (G=8)". A negative number
+is read too, so that the plan refuses it with the field named (instead of keeping the default and hiding it).
 
 Settings the plan has no field for (LoRA, KL, warmup, gradient accumulation, tensor parallelism, entropy bonus,
 prompt length, GPU memory fraction, eval frequency, loggers, ...) get a note naming the config key to edit after
-rendering; the numbers stay in `unparsed`.
+rendering; their numbers stay in `unparsed`.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import re
 from vibe_rl.planner.table import Row
 from vibe_rl.planner.text import SpecText
 
-IS = r"\s*(?:of|is|=|:|：|为|是|设为|设置为|to|at)?\s*(?:(?:around|about|roughly|approximately|approx\.?|circa|~|≈|still|大约|大概|约|还是|仍是|仍然|依旧|照旧)\s*)?"
 _NOT_MICRO = r"(?<!micro)(?<!mini)(?<!micro[\s_-])(?<!mini[\s_-])(?<!ppo[\s_-])"
 _SAMPLE = r"(?:rollouts?|episodes?|samples?|games?|plays?|generations?|completions?|responses?|trajectories|attempts)"
 _PER_TASK = r"(?:task|prompt|group|seed|question|problem|query|game|deal|puzzle)"
@@ -128,9 +125,6 @@ UNPLACED = [
 
 
 def unplaced_notes(src: SpecText) -> list[str]:
-    out = []
-    for pattern, note in UNPLACED:
-        if re.search(pattern, src.text, re.IGNORECASE):
-            rank = re.search(r"(?:rank|\br)\s*(?:of|=|:)?\s*(\d+)", src.text, re.IGNORECASE)
-            out.append(note.format(rank=f" (the spec says {rank.group(1)})" if rank else ""))
-    return out
+    rank = re.search(r"(?:rank|\br)\s*(?:of|=|:)?\s*(\d+)", src.text, re.IGNORECASE)
+    said = f" (the spec says {rank.group(1)})" if rank else ""
+    return [note.format(rank=said) for pattern, note in UNPLACED if re.search(pattern, src.text, re.I)]

@@ -1,15 +1,15 @@
 """Per-server and GPU facts: "server 2 uses /models/b on port 10087 with 2 GPUs", "each server uses 4 GPUs",
 "8 GPUs in total", "agent_roll: 4 GPUs", in Chinese and English.
 
-A clause (line or sentence) is cut into segments at commas, "and", "和"; a segment that names "server N"
-gives its path, port and GPU count to server N, and a segment naming no server belongs to the nearest
-server named before it in the clause (else the next one after it). A clause naming no server but two or more
-model paths in separate parts gives each path, with the parts after it, to the next server in order.
+A clause (line or sentence) is cut into segments; each gives its path, port and GPU count to the server it
+names or to the nearest one named (`server_segments`); a clause naming none numbers servers by its paths
+(`implicit_servers`, `described_servers`).
 """
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from vibe_rl.planner.text import NUM, Found, SpecText, part_around, to_int
@@ -52,8 +52,7 @@ def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
             continue
         out.append((pos, start + m.start()))
         pos = start + m.end()
-    out.append((pos, end))
-    return [(a, b) for a, b in out if src.text[a:b].strip()]
+    return [(a, b) for a, b in [*out, (pos, end)] if src.text[a:b].strip()]
 
 
 def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int, int | None]]:
@@ -66,15 +65,10 @@ def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int,
     last: int | None = None
     for g_start, g_end in zip(bounds[:-1], bounds[1:], strict=True):
         segs = segments(src, g_start, g_end)
-        named = []
-        for a, b in segs:
-            m = re.search(SERVER, src.text[a:b], re.IGNORECASE)
-            named.append(to_int(m.group(1)) - 1 if m else None)
-        for i, (a, b) in enumerate(segs):
-            before = [n for n in named[:i + 1] if n is not None]
-            after = [n for n in named[i:] if n is not None]
-            index = before[-1] if before else (after[0] if after else last)
-            out.append((a, b, index))
+        named = [to_int(m.group(1)) - 1 if (m := re.search(SERVER, src.text[a:b], re.I)) else None
+                 for a, b in segs]
+        for i, (a, b) in enumerate(segs):  # the nearest server named at or before it, else after it
+            out.append((a, b, next((n for n in named[i::-1] + named[i:] if n is not None), last)))
         last = next((n for n in reversed(named) if n is not None), last)
     return out
 
@@ -90,10 +84,8 @@ def implicit_servers(segments: list[tuple[int, int, int | None]], paths: list[Fo
     values = list(dict.fromkeys(p.value for p in starts if p is not None))  # a path said twice is one server
     if len(values) < 2 or any(servers.get(i) and servers[i].path for i in range(len(values))):
         return segments
-    first = next(i for i, p in enumerate(starts) if p is not None)
-    out, index = [(a, b, 0) for a, b, _ in segments[:first]], 0  # parts before the first path: server 1's
-    for a, b, _ in segments[first:]:
-        path = starts[len(out)]
+    out, index = [], 0  # parts before the first path: server 1's
+    for (a, b, _), path in zip(segments, starts, strict=True):
         index = values.index(path.value) if path is not None else index
         out.append((a, b, index))
     for i in range(len(values)):
@@ -118,46 +110,40 @@ def described_servers(src: SpecText, paths: list[Found]) -> dict[tuple[int, int]
 
 
 def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFacts], list[Found]]:
-    servers: dict[int, ServerFacts] = {}
+    servers: defaultdict[int, ServerFacts] = defaultdict(ServerFacts)
     loose_ports: list[Found] = []
     across = described_servers(src, paths)
     for start, end in src.clauses():
         clause = src.text[start:end]
-        apart = [(a, b) for a, b, i in server_segments(src, start, end)  # "服务器1 /m/a 4卡，服务器2 /m/b 4卡"
-                 if i is not None and re.search(SERVER, src.text[a:b], re.I) and any(a <= p.start < b for p in paths)]
-        if re.search(PER_SERVER, clause, re.IGNORECASE) and len(re.findall(SERVER, clause, re.IGNORECASE)) > 1 \
-                and len(apart) < 2:
+        segments = server_segments(src, start, end)
+        apart = sum(1 for a, b, i in segments if i is not None and re.search(SERVER, src.text[a:b], re.I)
+                    and any(a <= p.start < b for p in paths))  # "服务器1 /m/a 4卡，服务器2 /m/b 4卡"
+        if re.search(PER_SERVER, clause, re.I) and len(re.findall(SERVER, clause, re.I)) > 1 and apart < 2:
             segments = [(start, end, None)]  # "server 1 and server 2 use 4 GPUs each": a fact for every server
-        else:
-            segments = server_segments(src, start, end)
-            if all(i is None for _, _, i in segments) and (start, end) in across:
-                segments = [(a, b, across[start, end]) for a, b, _ in segments]
-                servers.setdefault(across[start, end], ServerFacts()).implicit = True
-            elif all(i is None for _, _, i in segments):
-                segments = implicit_servers(segments, paths, servers)
+        elif all(i is None for _, _, i in segments) and (start, end) in across:
+            segments = [(a, b, across[start, end]) for a, b, _ in segments]
+            servers[across[start, end]].implicit = True
+        elif all(i is None for _, _, i in segments):
+            segments = implicit_servers(segments, paths, servers)
         ports = [Found(int(p), start + m.start(), start + m.end()) for m in re.finditer(PORT, clause, re.I)
                  for p in [m.group(1), *re.findall(r"\d{4,5}", m.group(2))]]
         for port in ports:
             index = next((i for a, b, i in segments if a <= port.start < b), None)
             if index is None:
                 loose_ports.append(port)
-            elif servers.setdefault(index, ServerFacts()).port is None:
+            elif servers[index].port is None:
                 servers[index].port = port
         for a, b, index in segments:
             if index is None:
                 continue
-            facts = servers.setdefault(index, ServerFacts())
-            for path in paths:
-                if a <= path.start < b and facts.path is None:
-                    facts.path = path
+            servers[index].path = servers[index].path or next((p for p in paths if a <= p.start < b), None)
             gpus = re.search(GPU, src.text[a:b], re.IGNORECASE)
             if gpus and not re.search(TOTAL, src.text[a:b], re.IGNORECASE):
                 found = Found(to_int(next(g for g in gpus.groups() if g)), a + gpus.start(), a + gpus.end())
                 each = re.search(PER_SERVER, src.text[a:b], re.IGNORECASE)  # "/a ..., /b ..., 4 GPUs each"
                 for i in sorted({i for _, _, i in segments if i is not None}) if each else [index]:
-                    if servers.setdefault(i, ServerFacts()).gpus is None:
-                        servers[i].gpus = found
-    return servers, loose_ports
+                    servers[i].gpus = servers[i].gpus or found
+    return dict(servers), loose_ports
 
 
 @dataclass
@@ -180,10 +166,8 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
         mode = next((name for name, words in MODES.items() if re.search(words, clause, re.I)), None)
         servers_named = len(re.findall(SERVER, clause, re.IGNORECASE))
         counts = list(re.finditer(GPU, clause, re.IGNORECASE))
-        for m in counts:
+        for m in [m for m in counts if start + m.start() not in claimed]:  # not one server's (server_facts)
             found = Found(to_int(next(g for g in m.groups() if g)), start + m.start(), start + m.end())
-            if found.start in claimed:
-                continue  # one server's count: see server_facts
             # with several counts in a clause, "each" belongs to the count in its own comma segment
             # ("用八张 A100，...，每台四卡": 8 is the total, 4 per server)
             scope = clause[slice(*part_around(clause, m.start(), m.end(), ",，;；"))] if len(counts) > 1 else clause
@@ -197,15 +181,10 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
             if mode == "agent_roll" and mode not in out.mode_per_server:
                 out.mode_per_server[mode] = found  # one server: its count is the mode's count
             elif mode:
-                if is_total or not each:
-                    out.mode_total.setdefault(mode, found)
-                else:
-                    out.mode_per_server.setdefault(mode, found)
+                (out.mode_total if is_total or not each else out.mode_per_server).setdefault(mode, found)
             elif each and not is_total and out.per_server is None:
                 out.per_server = found
-            elif servers_named == 1 and not is_total:
-                continue  # one server's count: see server_facts
-            elif out.total is None:
+            elif out.total is None and (servers_named != 1 or is_total):  # else one server's (server_facts)
                 out.total = found
     for mode, total in list(out.mode_total.items()):
         each = out.mode_per_server.get(mode)

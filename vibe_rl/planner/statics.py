@@ -48,28 +48,25 @@ def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
     keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", src.text)
     for pattern, base_url, key_env in KNOWN_STATIC:
         for match in src.finditer(rf"(?<![A-Za-z0-9_/.-])({pattern})(?![A-Za-z0-9_/-])"):
-            name = match.group(1).rstrip(".")
-            if name.lower() not in found:
-                env = key_env if key_env in keys or not keys else keys[0]
-                found[name.lower()] = (match.start(), StaticModel(name=name, base_url=base_url, api_key_env=env))
+            name, env = match.group(1).rstrip("."), key_env if key_env in keys or not keys else keys[0]
+            found.setdefault(name.lower(), (match.start(), StaticModel(name=name, base_url=base_url,
+                                                                       api_key_env=env)))
     for start, end in src.clauses():  # "played by Llama-3-70B served at http://10.0.0.5:8000/v1"
         url = re.search(r"https?://[^\s`'\"，。；）)]+", src.text[start:end])
         names = [m for m in re.finditer(MODEL_NAME, src.text[start:end], re.IGNORECASE)
                  if not (url and url.start() <= m.start() < url.end())]
         if url and names:
             name = names[0].group().rstrip(".")
-            model = found.get(name.lower(), (start + names[0].start(), StaticModel(name=name)))
-            model[1].base_url, model[1].api_key_env = url.group().rstrip("."), keys[0] if keys else model[1].api_key_env
-            found[name.lower()] = model
+            _, model = found.setdefault(name.lower(), (start + names[0].start(), StaticModel(name=name)))
+            model.base_url, model.api_key_env = url.group().rstrip("."), (keys or [model.api_key_env])[0]
     for m in src.finditer(MODEL_NAME):  # "spies played by llama-3-70b", "opponent: mistral-large"
         name = m.group().rstrip(".")
         key = key_next_to(src, m.start() + len(name))
         if (name.lower() not in found and (re.search(r"[\d-]", name) or key)  # "the DeepSeek API" names no model
                 and _static_context(src, m.start(), m.start() + len(name))):
-            model = StaticModel(name=name)
-            if key:  # "llama-3-70b (TOGETHER_API_KEY)": the key, and the URL from the provider's *_BASE_URL
-                model.api_key_env, model.base_url_env = key, key.removesuffix("_API_KEY") + "_BASE_URL"
-            found[name.lower()] = (m.start(), model)
+            # "llama-3-70b (TOGETHER_API_KEY)": the key, and the URL from the provider's *_BASE_URL
+            url_env = key.removesuffix("_API_KEY") + "_BASE_URL" if key else None
+            found[name.lower()] = (m.start(), StaticModel(name=name, api_key_env=key, base_url_env=url_env))
     return sorted(found.values(), key=lambda item: item[0])
 
 
@@ -83,19 +80,15 @@ def key_next_to(src: SpecText, end: int) -> str | None:
 
 
 def _static_context(src: SpecText, start: int, end: int) -> bool:
-    """Whether the words around a model name (in its comma part) say it plays a side rather than trains: the
-    nearest such word before the name decides, else the first one after it ("glm-4-plus 扮演卧底")."""
+    """Whether the words around a model name say it plays a side rather than trains (the module's rules)."""
     c_start, c_end = src.clause_of(start)
     left = max([c_start] + [c_start + m.end() for m in re.finditer(r"[,，;；、(（)）]", src.text[c_start:start])])
     right = next((end + m.start() for m in re.finditer(r"[,，;；、(（)）]", src.text[end:c_end])), c_end)
-    before = [(m.start(), bool(m.group("static"))) for m in re.finditer(_CONTEXT, src.text[left:start], re.I)]
-    if before:
-        return before[-1][1]
-    after = re.search(_CONTEXT, src.text[end:right], re.IGNORECASE)
-    if after:
-        return bool(after.group("static"))
-    # "undercover = claude-3-5-sonnet": assigned to a role, unless a path or a training word follows in its part
-    # or aside ("civilians = Qwen3-8B (/ckpt/qwen3-8b)" names the trainable model)
+    before = list(re.finditer(_CONTEXT, src.text[left:start], re.I))
+    word = before[-1] if before else re.search(_CONTEXT, src.text[end:right], re.IGNORECASE)
+    if word:
+        return bool(word.group("static"))
+    # assigned to a role ("undercover = claude-3-5-sonnet"), unless a path or a training word follows
     tail = src.text[end:next((end + m.start() for m in re.finditer(r"[,，;；]", src.text[end:c_end])), c_end)]
     if re.search(_ASSIGNED, src.text[left:start], re.IGNORECASE):
         return not re.search(_TRAINS_AFTER, tail, re.IGNORECASE)

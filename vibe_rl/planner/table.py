@@ -1,24 +1,22 @@
 """Declarative field tables and the one reader that reads them.
 
-A row names a field of the plan, its words in English and Chinese, its type, its range and its units. The
-reader sets the field from a number only where one of its words stands next to that number in the same part of
-a clause: "batch size 16", "lr=2e-6", "学习率 1e-5", "16 tasks per batch" (a word after the number), "训练 300 步"
-(a word before, a unit after). Between the word and the number only linking words may stand ("is", "of", "=",
-"：", "为", "around", "大约", ...). So adding a field is one row: the training fields are TRAINING below; a
-family's game parameters carry their rows in their manifest (`parameters.<name>.words`, `.unit`).
-
-Words are regular-expression fragments (so "batch[\\s_-]*size" covers "batch_size", "batch-size" and
-"batch size"); `en` words match whole words, `zh` fragments anywhere (a fragment may carry its own lookaround:
-"每局" counts samples only before "N 次"). The first phrasing of the row that reads a value wins. A number the reader took is marked as
-understood and its span recorded as the field's source (the review table shows it); a field said twice with
-different values keeps the first and notes the other, which stays not understood.
+A row names a plan field, its words (regex fragments: `en` words match whole words, `zh` fragments anywhere,
+and a fragment may carry its own lookaround), its type, its range and its units. The reader sets the field
+from a number only where one of its words stands next to it in the same part of a clause, with only linking
+words ("is", "of", "=", "：", "为", "around", "大约", ...) between: "batch size 16", "lr=2e-6", "学习率 1e-5",
+"16 tasks per batch" (a word after the number), "训练 300 步" (a word before, a unit after). So adding a field
+is one row (vibe_rl.planner.fields; a family's rows are in its manifest: `parameters.<name>.words`). The first
+phrasing that reads a value wins; its number is marked as understood and its span is the field's source (the
+review table shows it). A field said twice with different values keeps the first and notes the others, which
+stay not understood.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 
 from vibe_rl.planner.text import CN_NUMBER, WORD_NUMBER, SpecText, to_int
@@ -43,11 +41,10 @@ class Row:
     min: float | None = None
     max: float | None = None
     unit: tuple[str, ...] = ()
-    after: tuple[str, ...] = field(default=())  # words that name the field when they follow the number
+    after: tuple[str, ...] = ()  # words that name the field when they follow the number
 
     def words(self) -> str:
-        english = [rf"(?<![A-Za-z0-9-]){w}(?![A-Za-z0-9])" for w in self.en]
-        return "|".join(english + list(self.zh))
+        return "|".join([*(rf"(?<![A-Za-z0-9-]){w}(?![A-Za-z0-9])" for w in self.en), *self.zh])
 
     def cast(self, raw: str) -> Any:
         if re.fullmatch(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", raw, re.IGNORECASE):
@@ -61,10 +58,9 @@ def patterns(row: Row) -> list[str]:
     unit = "|".join(row.unit)
     tail = rf"(?:[ \t]*(?:{unit})(?![A-Za-z]))?" if unit else ""
     out = [rf"(?:{row.words()}){LINK}{NUMBER}{tail}"] if row.en or row.zh else []
-    if row.after:
-        english = [rf"{w}(?![A-Za-z0-9])" for w in row.after if re.match(r"[A-Za-z]", w)]
-        chinese = [w for w in row.after if not re.match(r"[A-Za-z]", w)]
-        out.append(rf"(?<![每第同])(?<![每第同]\s){NUMBER}[ \t]*(?:{'|'.join(english + chinese)})")  # no "每 3 轮", "第 3 轮"
+    if row.after:  # an English word whole; not "每 3 轮", "第 3 轮"
+        after = "|".join(rf"{w}(?![A-Za-z0-9])" if re.match(r"[A-Za-z]", w) else w for w in row.after)
+        out.append(rf"(?<![每第同])(?<![每第同]\s){NUMBER}[ \t]*(?:{after})")
     return out
 
 
@@ -76,21 +72,17 @@ def read(src: SpecText, rows: Iterable[Row], notes: list[str], taken: list[tuple
     values: dict[str, Any] = {}
     for row in rows:
         found: list[tuple[int, int, int, int, Any]] = []
-        for pattern in patterns(row):
-            for m in src.finditer(pattern):
-                a, b = m.span("num")
-                if re.search(_PART_END, m.group()[:-1] if m.end() > b else m.group()) or any(
-                        x < b and a < y for x, y in taken) or any(x < b and a < y for _, _, x, y, _ in found):
-                    continue
-                try:
+        for m in (m for pattern in patterns(row) for m in src.finditer(pattern)):
+            a, b = m.span("num")
+            held = taken + [(x, y) for _, _, x, y, _ in found]
+            if not re.search(_PART_END, m.group()[:-1] if m.end() > b else m.group()) and not any(
+                    x < b and a < y for x, y in held):
+                with suppress(ValueError, KeyError):  # a word the numbers do not know
                     found.append((m.start(), m.end(), a, b, row.cast(m.group("num"))))
-                except (ValueError, KeyError):
-                    continue
         if not found:
             continue
-        first = found[0][4]
-        values[row.field] = first
-        src.source(prefix + row.field, found[0][0], found[0][1])
+        first = values[row.field] = found[0][4]
+        src.source(prefix + row.field, *found[0][:2])
         for start, end, a, b, value in found:
             if value == first:
                 src.mark(start, end)

@@ -20,7 +20,7 @@ WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven"
          "seventeen": 17, "eighteen": 18, "nineteen": 19, "a single": 1, "a pair of": 2, "a dozen": 12}
 TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _CN = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_UNITS = "one|two|three|four|five|six|seven|eight|nine"
+_UNITS = "|".join(list(WORDS)[:9])  # one ... nine
 _WORD = (rf"(?:(?:a|one|{_UNITS})[ -]hundred(?:(?: and)? (?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?)?"
          rf"|(?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?|" + "|".join(sorted(WORDS, key=len, reverse=True)) + ")")
 WORD_NUMBER = rf"\b{_WORD}\b"
@@ -73,9 +73,8 @@ def to_int(word: str) -> int:
         return WORDS[word]
     if "hundred" in word:
         head, _, rest = word.partition("hundred")
-        head = head.strip(" -")
         rest = rest.replace("and", " ").strip(" -")
-        return (1 if head in ("a", "one") else WORDS[head]) * 100 + (to_int(rest) if rest else 0)
+        return {"a": 1, **WORDS}[head.strip(" -")] * 100 + (to_int(rest) if rest else 0)
     parts = re.split(r"[ -]", word)
     if parts[0] in TENS:
         return TENS[parts[0]] + (WORDS[parts[1]] if len(parts) > 1 else 0)
@@ -101,41 +100,23 @@ class SpecText:
     def mark(self, start: int, end: int) -> None:
         self.spans.append((start, end))
 
-    def take(self, match: re.Match | None, group: int | str = 0) -> re.Match | None:
-        """Mark a match (or one of its groups) as understood and return it."""
-        if match is not None:
-            self.mark(*match.span(group))
-        return match
+    def search(self, pattern: str, mark: bool = True) -> re.Match | None:
+        """The first match on one line ("players: 6\nspies: 1": no 6 spies), marked unless `mark=False`."""
+        found = next((m for m in self.finditer(pattern) if "\n" not in m.group().strip()), None)
+        if found is not None and mark:
+            self.mark(*found.span())
+        return found
 
-    def search(self, pattern: str, start: int = 0, end: int | None = None, mark: bool = True) -> re.Match | None:
-        """The first match that stays on one line: in "players: 6\nspies: 1" the 6 is not a count of spies."""
-        compiled = re.compile(pattern, re.IGNORECASE)
-        found = next((m for m in compiled.finditer(self.text, start, len(self.text) if end is None else end)
-                      if "\n" not in m.group().strip()), None)
-        return self.take(found) if mark else found
-
-    def finditer(self, pattern: str, start: int = 0, end: int | None = None) -> Iterator[re.Match]:
-        return re.compile(pattern, re.IGNORECASE).finditer(self.text, start, len(self.text) if end is None else end)
+    def finditer(self, pattern: str) -> Iterator[re.Match]:
+        return re.finditer(pattern, self.text, re.IGNORECASE)
 
     def clauses(self) -> list[tuple[int, int]]:
         """(start, end) of each line or sentence."""
-        out, start = [], 0
-        for m in _CLAUSE_END.finditer(self.text):
-            if self.text[start:m.start()].strip():
-                out.append((start, m.start()))
-            start = m.end()
-        if self.text[start:].strip():
-            out.append((start, len(self.text)))
-        return out
+        bounds = [0, *(i for m in _CLAUSE_END.finditer(self.text) for i in m.span()), len(self.text)]
+        return [(a, b) for a, b in zip(bounds[::2], bounds[1::2], strict=True) if self.text[a:b].strip()]
 
     def clause_of(self, position: int) -> tuple[int, int]:
-        for start, end in self.clauses():
-            if start <= position < end:
-                return start, end
-        return position, position
-
-    def understood(self, start: int, end: int) -> bool:
-        return any(a <= start and end <= b for a, b in self.spans)
+        return next(((a, b) for a, b in self.clauses() if a <= position < b), (position, position))
 
     def unparsed(self, landed: Iterable[str], numbers: bool = True) -> list[str]:
         """The clauses holding a fact that is neither marked nor among `landed` (the TaskSpec's strings).
@@ -143,13 +124,12 @@ class SpecText:
         values = {v.lower() for v in landed}
         out: list[str] = []
         for m in TOKEN.finditer(self.text):
-            if self.understood(m.start(), m.start() + len(m.group().rstrip("."))) or self._ignored(m) or (m.lastgroup == "num" and not numbers):
-                continue
-            token = m.group().rstrip(".").lower()
-            if m.lastgroup != "num" and (token in values or any(token in v for v in values)):
-                continue
-            if m.lastgroup == "model" and (any(_abbreviates(v, token) for v in values)
-                                           or _next_to_path(self.text, m.start(), m.end(), values)):
+            raw, kind = m.group().rstrip("."), m.lastgroup
+            token = raw.lower()
+            if (any(a <= m.start() and m.start() + len(raw) <= b for a, b in self.spans) or self._ignored(m)
+                    or kind == "num" and not numbers or kind != "num" and any(token in v for v in values)
+                    or kind == "model" and (any(_abbreviates(v, token) for v in values)
+                                            or _next_to_path(self.text, m.start(), m.end(), values))):
                 continue
             start, end = self._part_around(*self.clause_of(m.start()), m.start())
             clause = self.text[start:end].strip(" \t-*:：").rstrip(".。 ")
@@ -164,18 +144,13 @@ class SpecText:
         at spaces where it can."""
         long = end - start > REPORT_WIDTH
         if long or "，" in self.text[start:end]:
-            for sep in re.compile(r"[,，、]" if long else "，").finditer(self.text, start, end):
-                if sep.end() <= position:
-                    start = sep.end()
-                else:
-                    end = sep.start()
-                    break
-        while start < end and self.text[start].isspace():
-            start += 1
+            seps = list(re.compile(r"[,，、]" if long else "，").finditer(self.text, start, end))
+            start = max([start] + [sep.end() for sep in seps if sep.end() <= position])
+            end = next((sep.start() for sep in seps if sep.end() > position), end)
+        start = end - len(self.text[start:end].lstrip())
         if end - start <= REPORT_WIDTH:
             return start, end
-        half = REPORT_WIDTH // 2
-        left, right = max(start, position - half), min(end, position + half)
+        left, right = max(start, position - REPORT_WIDTH // 2), min(end, position + REPORT_WIDTH // 2)
         space = self.text.find(" ", left, position)
         left = space + 1 if left > start and 0 <= space < position else left
         space = self.text.rfind(" ", position, right)
@@ -183,13 +158,9 @@ class SpecText:
         return left, right
 
     def _ignored(self, m: re.Match) -> bool:
-        if m.lastgroup != "num":
-            return False
         line_start = self.text.rfind("\n", 0, m.start()) + 1
-        for ref in IGNORED_NUMBER.finditer(self.text, line_start, min(len(self.text), m.end() + 16)):
-            if ref.start() <= m.start() < ref.end():
-                return True
-        return False
+        refs = IGNORED_NUMBER.finditer(self.text, line_start, min(len(self.text), m.end() + 16))
+        return m.lastgroup == "num" and any(ref.start() <= m.start() < ref.end() for ref in refs)
 
 
 def part_around(text: str, start: int, end: int, separators: str) -> tuple[int, int]:
@@ -199,8 +170,8 @@ def part_around(text: str, start: int, end: int, separators: str) -> tuple[int, 
 
 
 def _abbreviates(path: str, name: str) -> bool:
-    """'Qwen2.5-3B-Instruct (/data/models/qwen2.5-3b)': the last folder of a planned path that the model name
-    starts with (at least a family name and a digit) makes the name that path's, so it is not reported."""
+    """'Qwen2.5-3B-Instruct (/data/models/qwen2.5-3b)': a name starting with a planned path's last folder (4
+    characters or more, a digit among them) names that path's model, so it is not reported."""
     base = path.rstrip("/").rsplit("/", 1)[-1]
     return "/" in path and len(base) >= 4 and any(c.isdigit() for c in base) and name.startswith(base)
 
