@@ -46,6 +46,9 @@ TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the)\s|\banother\b|\bago\b|\b
 # The writer comes back to this training
 NOW = re.compile(r"\bso\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
                  re.IGNORECASE)
+_BLOCK_LINE = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*")  # an indented or list line of a block
+
+
 def blank_background(text: str) -> tuple[str, list[str]]:
     """(the text with background parts replaced by spaces, one note naming them)."""
     chars, parts = list(text), []
@@ -58,10 +61,8 @@ def blank_background(text: str) -> tuple[str, list[str]]:
         else:
             head = marker.start()
         now = NOW.search(text, marker.end(), end)
-        opened = max(text.rfind("(", start, marker.start()), text.rfind("（", start, marker.start()))
-        closed = max(text.rfind(")", start, marker.start()), text.rfind("）", start, marker.start()))
-        shut = min([i for i in (text.find(")", marker.end(), end), text.find("）", marker.end(), end)) if i >= 0],
-                   default=-1)
+        opened, closed = (max(text.rfind(c, start, marker.start()) for c in pair) for pair in ("(（", ")）"))
+        shut = min((i for i in (text.find(c, marker.end(), end) for c in ")）") if i >= 0), default=-1)
         if opened > closed and shut >= 0:  # "lr 1e-6 (we tried 1e-5 before and it diverged), 4 GPUs": the aside only
             head, stop = opened + 1, shut
         elif now is None:  # "PPO on a different project" names its background at its end: the whole sentence
@@ -70,15 +71,12 @@ def blank_background(text: str) -> tuple[str, list[str]]:
             sep = max(text.rfind(c, marker.end(), now.start()) for c in ",，、 ")
             stop = sep if sep > marker.end() else now.start()
         if now is None and text[head:stop].rstrip().endswith((":", "：")):  # "Previously we used:\n  bs: 64"
-            block = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*").match
-            while (more := block(text, stop)) is not None:
+            while (more := _BLOCK_LINE.match(text, stop)) is not None:
                 stop = more.end()
         part = text[head:stop].strip(" ,，、:：\n")
         if not part or not re.search(r"\d|[零一二两三四五六七八九十]|[A-Za-z]{2}", part):
             continue
-        for i in range(head, stop):
-            if not chars[i].isspace():
-                chars[i] = " "
+        chars[head:stop] = [c if c.isspace() else " " for c in chars[head:stop]]
         parts.append(part)
     if not parts:
         return text, []

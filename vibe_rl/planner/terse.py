@@ -168,27 +168,18 @@ VOCABULARY = (
     "prompts", "steps", "tokens", "temperature", "train", "trained", "trainable", "training", "server", "servers",
     "translation", "translator", "adversarial", "undercover", "gpus", "checkpoint", "static", "frozen", "reward",
     "rewards", "episodes", "rounds", "model", "agent", "agents", "total", "size", "save", "every", "port",
-    "ports", "spy", "who", "opponent", "opponents", "generations",
+    "ports", "opponent", "opponents", "generations",
 )
 # Real words one edit away from a vocabulary word: never "corrected".
 KNOWN = frozenset(VOCABULARY) | {
-    "layers", "layer", "ample", "pies", "rain", "step", "token", "sample", "trains", "trainer", "rates", "late",
-    "groups", "grouped", "plays", "played", "prayers", "sever", "severs", "served", "serves", "sport", "spot",
-    "post", "posts", "forts", "rounded", "modal", "models", "modes", "agents", "agency", "ever", "even",
-    "seen", "seeds", "sees", "spied", "spices", "spines", "rewarded", "rewarding", "totals", "sized", "sizes",
-    "saved", "saves", "statics", "batches", "batched", "prompted", "trainee", "trainees", "hunters",
-    "witches", "seers", "steep", "steer", "stems", "stops", "tokes", "whom", "support", "ratio", "switch",
-    "twitch", "grounds", "round", "payer", "raining", "episode", "generation", "strain", "sere", "started",
-    "states", "serve", "checkpoints", "froze", "temperatures", "translations", "village", "villages",
-    "translate", "translated", "agented",
+    "layers", "layer", "token", "sample", "sever", "severs", "serves", "spices", "spines", "tokes", "switch",
+    "twitch", "grounds", "round", "payer", "raining", "episode", "generation", "strain", "sere", "serve", "froze",
+    "village", "villages",
 }
 # Misspellings more than one swap, deletion or insertion away (a letter replaced, a plural formed wrongly).
-COMMON = {"spys": "spies", "spyes": "spies", "wearwolves": "werewolves",
-          "wherewolves": "werewolves", "villigers": "villagers", "civilains": "civilians", "oponents": "opponents",
-          "oppenents": "opponents", "learnig": "learning", "temprature": "temperature", "tempreature": "temperature",
-          "wolfs": "wolves", "wolfes": "wolves", "werewolfs": "werewolves", "warewolves": "werewolves",
-          "werwolves": "werewolves", "warewolf": "werewolf", "werwolf": "werewolf", "spyy": "spy", "spie": "spy",
-          "villagars": "villagers", "civillians": "civilians", "civilan": "civilian"}
+COMMON = {"spys": "spies", "spyes": "spies", "wearwolves": "werewolves", "villigers": "villagers",
+          "oppenents": "opponents", "wolfs": "wolves", "wolfes": "wolves", "werewolfs": "werewolves",
+          "warewolves": "werewolves", "warewolf": "werewolf", "spyy": "spy", "spie": "spy", "villagars": "villagers"}
 # Whole words only: never a piece of a path, URL, env var, model name or hyphenated name.
 _WORD = re.compile(r"(?<![\w/.\-])[A-Za-z]{4,}(?![\w/\-]|\.\w)")
 
