@@ -52,15 +52,14 @@ Value = namedtuple("Value", "kind start end vstart vend text")
 def _values(text: str, start: int, end: int) -> list[Value]:
     """Every kind's values in text[start:end], first kinds first, no overlaps."""
     out: list[Value] = []
-    for kind, patterns in KINDS.items():
-        for pattern in patterns:
-            for m in re.finditer(pattern, text[start:end], re.IGNORECASE):  # the part's start is a start
-                a, b = start + m.start(), start + m.end()
-                if "\n" in m.group().strip() or any(o.start < b and a < o.end for o in out):
-                    continue
-                group = next((i for i, g in enumerate(m.groups(), 1) if g is not None), 0)
-                value = m.group(group).rstrip(".")  # "gpt-4o." ends a sentence
-                out.append(Value(kind, a, b, start + m.start(group), start + m.start(group) + len(value), value))
+    for kind, pattern in [(kind, pattern) for kind, patterns in KINDS.items() for pattern in patterns]:
+        for m in re.finditer(pattern, text[start:end], re.IGNORECASE):  # the part's start is a start
+            a, b = start + m.start(), start + m.end()
+            if "\n" in m.group().strip() or any(o.start < b and a < o.end for o in out):
+                continue
+            group = next((i for i, g in enumerate(m.groups(), 1) if g is not None), 0)
+            value = m.group(group).rstrip(".")  # "gpt-4o." ends a sentence
+            out.append(Value(kind, a, b, start + m.start(group), start + m.start(group) + len(value), value))
     return out
 
 

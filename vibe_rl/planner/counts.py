@@ -45,8 +45,7 @@ _TWO_SEATS = re.compile(r"(?<![\d一二三四五六七八九十百])(?:两|二|�
 
 
 def _number_span(m: re.Match) -> tuple[int, int]:
-    index = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
-    return m.span(index)
+    return m.span(next(i for i, g in enumerate(m.groups(), 1) if g is not None))
 
 
 def _qualified(text: str, m: re.Match) -> bool:

@@ -163,7 +163,6 @@ def _bare_per_node(text: str) -> str:
                   flags=re.IGNORECASE | re.MULTILINE)
 
 
-# GPU ids instead of a count: "GPUs 0-3", "卡 4~7", "gpu ids: 0,1,2,3", "CUDA_VISIBLE_DEVICES=0,1" (read as 4, 4, 4, 2)
 _GPU_IDS = (r"(?:\bgpus?|\bcards?|\bdevices?|显卡|卡|cuda_visible_devices)\s*(?:ids?|号)?\s*[:：=#]?\s*"
             r"(?:(\d+)\s*(?:-|~|–|to|到)\s*(\d+)(?!\d|\.\d)|(\d+(?:\s*,\s*\d+)+)(?!\d|\.\d))")
 # the total restated right after the per-node phrase: "2 nodes x 8 H100 (16 GPUs total)"
@@ -171,19 +170,20 @@ _RESTATED = r"\s*[(（]\s*(\d+)\s*(?:x\s*)?(?:张|块)?\s*(?:gpus?|卡|显卡|ca
 
 
 def _gpu_ids(text: str, notes: list[str]) -> tuple[str, list[str]]:
-    """GPU id ranges and lists ("GPUs 0-3", "卡 4~7", "CUDA_VISIBLE_DEVICES=0,1,2,3") as a GPU count ("4 GPUs"), the
-    ids said in a note: a plan counts a server's GPUs, and `vibe-rl run` assigns the ids (in server order)."""
-    out, last = [], 0
-    for m in re.finditer(_GPU_IDS, text, re.IGNORECASE):
+    """GPU id ranges and lists ("GPUs 0-3", "卡 4~7", "gpu ids: 0,1,2,3", "CUDA_VISIBLE_DEVICES=0,1") as a GPU
+    count ("4 GPUs"), the ids said in a note: a plan counts a server's GPUs, and `vibe-rl run` assigns the ids
+    (in server order)."""
+    def count(m: re.Match) -> str:
         ids = (list(range(int(m.group(1)), int(m.group(2)) + 1)) if m.group(1)
                else [int(x) for x in re.split(r"\s*,\s*", m.group(3))])
         if len(ids) < 2 or len(set(ids)) != len(ids):
-            continue
-        out.append(text[last:m.start()] + f"{len(ids)} GPUs")
-        last = m.end()
-        notes.append(f"Read GPU ids {m.group().strip()!r} as {len(ids)} GPUs: the plan counts GPUs per server and "
-                     "`vibe-rl run` assigns the device ids in server order (export CUDA_VISIBLE_DEVICES before `vibe-rl run` to give it other ids).")
-    return "".join(out) + text[last:], notes
+            return m.group()
+        notes.append(f"Read GPU ids {m.group().strip()!r} as {len(ids)} GPUs: the plan counts GPUs per "
+                     "server and `vibe-rl run` assigns the device ids in server order (export "
+                     "CUDA_VISIBLE_DEVICES before `vibe-rl run` to give it other ids).")
+        return f"{len(ids)} GPUs"
+
+    return re.sub(_GPU_IDS, count, text, flags=re.IGNORECASE), notes
 
 
 def rewrite_nodes(text: str) -> tuple[str, list[str]]:
@@ -199,14 +199,13 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
         if n < 2:
             continue
         start, end = part_around(text, node.start(), node.start(), "\n;；。")
-        gpus = sorted((g for g in re.finditer(GPU, text[start:end], re.IGNORECASE)
-                       if not (g.start() <= node.start() - start < g.end())),
-                      key=lambda g: abs(start + g.start() - node.start()))
-        if not gpus:
+        gpu = min((g for g in re.finditer(GPU, text[start:end], re.IGNORECASE)
+                   if not (g.start() <= node.start() - start < g.end())),
+                  key=lambda g: abs(start + g.start() - node.start()), default=None)  # the nearest
+        if gpu is None:
             notes.append(f"The spec names {n} nodes ({node.group().strip()!r}) without a GPU count per node: a plan "
                          "describes one node (gpus = the GPUs of that node). " + HOW.format(n=n))
             continue
-        gpu = gpus[0]
         g_start, g_end = start + gpu.start(), start + gpu.end()
         m = to_int(next(x for x in gpu.groups() if x))
         per = _reading(text, node, g_start, g_end, n, m)
@@ -220,8 +219,7 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
         b += tail.end() if tail else 0
         restated = re.match(_RESTATED, text[b:], re.IGNORECASE)
         b += restated.end() if restated and to_int(restated.group(1)) == n * per else 0  # "(16 GPUs total)"
-        phrase = text[a:b]
+        notes.append(f"Read {text[a:b].strip()!r} as {n} nodes of {per} GPUs ({n * per} in all): the plan "
+                     f"describes one node, so gpus = {per}. " + HOW.format(n=n))
         text = text[:a] + f"{per} GPUs" + text[b:]
-        notes.append(f"Read {phrase.strip()!r} as {n} nodes of {per} GPUs ({n * per} in all): the plan describes one "
-                     f"node, so gpus = {per}. " + HOW.format(n=n))
     return text, notes[::-1]

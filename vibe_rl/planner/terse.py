@@ -19,6 +19,7 @@ for swapped letters ("gups" -> "gpus"); paths, URLs, env vars and hyphenated nam
 
 from __future__ import annotations
 
+import json
 import re
 
 ABBREVIATIONS = {"wis": "who is spy", "wisp": "who is spy", "ww": "werewolves", "wwf": "werewolves"}
@@ -80,8 +81,6 @@ def server_blocks(text: str) -> tuple[str, int]:
 def json_blocks(text: str) -> tuple[str, int]:
     """A JSON object in the spec ('{"players": 6, "lr": 2e-6}') as YAML-style "key: value" lines (nested objects
     indented under their key), so each key is read as structure; (text, objects rewritten)."""
-    import json
-
     out, pos, count = [], 0, 0
     for m in re.finditer(r"\{", text):
         if m.start() < pos:
@@ -173,13 +172,13 @@ VOCABULARY = (
 # Real words one edit away from a vocabulary word: never "corrected".
 KNOWN = frozenset(VOCABULARY) | {
     "layers", "layer", "token", "sample", "sever", "severs", "serves", "spices", "spines", "tokes", "switch",
-    "twitch", "grounds", "round", "payer", "raining", "episode", "generation", "strain", "sere", "serve", "froze",
-    "village", "villages",
+    "twitch", "grounds", "round", "payer", "raining", "episode", "generation", "strain", "sere", "serve",
+    "froze", "village", "villages",
 }
 # Misspellings more than one swap, deletion or insertion away (a letter replaced, a plural formed wrongly).
-COMMON = {"spys": "spies", "spyes": "spies", "wearwolves": "werewolves", "villigers": "villagers",
-          "oppenents": "opponents", "wolfs": "wolves", "wolfes": "wolves", "werewolfs": "werewolves",
-          "warewolves": "werewolves", "warewolf": "werewolf", "spyy": "spy", "spie": "spy", "villagars": "villagers"}
+COMMON = {"spys": "spies", "spyes": "spies", "spyy": "spy", "spie": "spy", "wearwolves": "werewolves",
+          "warewolves": "werewolves", "werewolfs": "werewolves", "warewolf": "werewolf", "wolfs": "wolves",
+          "wolfes": "wolves", "villigers": "villagers", "villagars": "villagers", "oppenents": "opponents"}
 # Whole words only: never a piece of a path, URL, env var, model name or hyphenated name.
 _WORD = re.compile(r"(?<![\w/.\-])[A-Za-z]{4,}(?![\w/\-]|\.\w)")
 
