@@ -46,6 +46,9 @@ TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the)\s|\banother\b|\bago\b|\b
 # The writer comes back to this training
 NOW = re.compile(r"\bso\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
                  re.IGNORECASE)
+_BLOCK_LINE = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*")  # an indented or list line of a block
+
+
 def blank_background(text: str) -> tuple[str, list[str]]:
     """(the text with background parts replaced by spaces, one note naming them)."""
     chars, parts = list(text), []
@@ -53,15 +56,11 @@ def blank_background(text: str) -> tuple[str, list[str]]:
         marker = MARKER.search(text, start, end)
         if marker is None:
             continue
-        if TRAILING.match(marker.group()):  # from the start of the marker's comma part
-            head = max([start] + [text.rfind(c, start, marker.start()) + 1 for c in ",，;；:：、"])
-        else:
-            head = marker.start()
+        head = (max([start] + [text.rfind(c, start, marker.start()) + 1 for c in ",，;；:：、"])
+                if TRAILING.match(marker.group()) else marker.start())  # trailing: its comma part's start
         now = NOW.search(text, marker.end(), end)
-        opened = max(text.rfind("(", start, marker.start()), text.rfind("（", start, marker.start()))
-        closed = max(text.rfind(")", start, marker.start()), text.rfind("）", start, marker.start()))
-        shut = min([i for i in (text.find(")", marker.end(), end), text.find("）", marker.end(), end)) if i >= 0],
-                   default=-1)
+        opened, closed = (max(text.rfind(c, start, marker.start()) for c in pair) for pair in ("(（", ")）"))
+        shut = min((i for i in (text.find(c, marker.end(), end) for c in ")）") if i >= 0), default=-1)
         if opened > closed and shut >= 0:  # "lr 1e-6 (we tried 1e-5 before and it diverged), 4 GPUs": the aside only
             head, stop = opened + 1, shut
         elif now is None:  # "PPO on a different project" names its background at its end: the whole sentence
@@ -70,40 +69,34 @@ def blank_background(text: str) -> tuple[str, list[str]]:
             sep = max(text.rfind(c, marker.end(), now.start()) for c in ",，、 ")
             stop = sep if sep > marker.end() else now.start()
         if now is None and text[head:stop].rstrip().endswith((":", "：")):  # "Previously we used:\n  bs: 64"
-            block = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*").match
-            while (more := block(text, stop)) is not None:
+            while (more := _BLOCK_LINE.match(text, stop)) is not None:
                 stop = more.end()
         part = text[head:stop].strip(" ,，、:：\n")
-        if not part or not re.search(r"\d|[零一二两三四五六七八九十]|[A-Za-z]{2}", part):
+        if not re.search(r"\d|[零一二两三四五六七八九十]|[A-Za-z]{2}", part):
             continue
-        for i in range(head, stop):
-            if not chars[i].isspace():
-                chars[i] = " "
+        chars[head:stop] = [c if c.isspace() else " " for c in chars[head:stop]]
         parts.append(part)
-    if not parts:
-        return text, []
     quoted = "; ".join(repr(p if len(p) <= 80 else p[:77] + "...") for p in parts)
-    return "".join(chars), [f"Read as background (another or an earlier training), not as settings of this one: "
-                            f"{quoted}. State a value as this training's to have it planned."]
+    note = (f"Read as background (another or an earlier training), not as settings of this one: {quoted}. "
+            "State a value as this training's to have it planned.")
+    return "".join(chars), [note] if parts else []
 
 
 _DECLINED = (r"(?:\bno\b|\bnot\b|\bwithout\b|\binstead\s+of\b|\brather\s+than\b|\bunlike\b|\bvs\.?|\bversus\b|"
              r"\bthan\b|\bdon'?t\s+(?:use|need|want)\b|\bnor\b|不用|不要|无需|不需要|没有|而不是|而非|不是)[\s\w(),-]{0,12}$")
-ASKS = [
-    ("vision",
-     r"\bmulti[\s-]*modal\b|\bvision[\s-]*language\b|\bVLMs?\b|[\w.]-VL\b|-VL-|\bllava\b|\binternvl\b|"
+ASKS = [  # (what the spec asks for, the error's text)
+    (r"\bmulti[\s-]*modal\b|\bvision[\s-]*language\b|\bVLMs?\b|[\w.]-VL\b|-VL-|\bllava\b|\binternvl\b|"
      r"\b(?:images?|pictures?|photos?|screenshots?|videos?|audio)\b|多模态|图像|图片|视觉|视频|音频|看图",
      "images, video or audio as input ({said!r}): vibe-rl serves causal language models and its games exchange "
      "text only. Describe the game in text (e.g. the picture's word as a text clue) and name a text model, then "
      "plan again."),
-    ("critic",
-     r"\bactor[\s-]*critic\b|\b(?:a|the|ppo|rl)\s+critic\s+(?:and|or|/)\s+value\b|\bvalue[\s-]*(?:model|head|network|function|net)\b|\bGAE\b|价值模型|价值网络|价值函数|"
+    (r"\bactor[\s-]*critic\b|\b(?:a|the|ppo|rl)\s+critic\s+(?:and|or|/)\s+value\b|"
+     r"\bvalue[\s-]*(?:model|head|network|function|net)\b|\bGAE\b|价值模型|价值网络|价值函数|"
      r"评论家模型|(?<![\w-])PPO\b(?![\s_-]*(?:mini|micro|clip|epochs?|style|loss|objective|ratio|[\s_-]*like))",
      "a critic / PPO ({said!r}): vibe-rl trains with GRPO, whose baseline is the mean reward of a group of "
      "episodes on the same task, and has no value model. Drop the critic (say GRPO, with the group size you "
      "want, e.g. '8 rollouts per prompt'), then plan again."),
-    ("preference",
-     r"(?<![\w-])(?:DPO|KTO|ORPO|SimPO)\b",
+    (r"(?<![\w-])(?:DPO|KTO|ORPO|SimPO)\b",
      "preference optimisation ({said!r}): vibe-rl trains with GRPO from episode rewards (win / loss), not from "
      "preference pairs. Say how an episode is rewarded instead, then plan again."),
 ]
@@ -111,7 +104,7 @@ ASKS = [
 
 def check_supported(text: str) -> tuple[str, list[str]]:
     """PlannerError for the first ask of ASKS the spec makes (and does not decline); else (the text, no notes)."""
-    for _, pattern, why in ASKS:
+    for pattern, why in ASKS:
         for m in re.finditer(pattern, text, re.IGNORECASE):
             line_start = text.rfind("\n", 0, m.start()) + 1
             if re.search(_DECLINED, text[line_start:m.start()], re.IGNORECASE):

@@ -13,7 +13,7 @@ said just before the marker. A value with no earlier one of its kind is left alo
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 
 from vibe_rl.planner.fields import TRAINING
 from vibe_rl.planner.servers import EACH_SERVER, GPU, PER_SERVER, TOTAL
@@ -25,7 +25,7 @@ MARKERS = (r"\bactually\b[,，]?|\bno[,，]?\s+wait\b[,，:]?|\bwait\s*[,，:—
            r"\bchange\s+(?:that|it)\s+to\b|\bsorry\s*[,，]|\boops\b[,，]?|\bcorrect(?:ed)?\s+to\b|\bupdate\s*[:：]|"
            r"后来(?:又)?(?:改|换)(?:成|为|到)|(?:改|换)(?:成|为|到)|更正(?:为|一下)?[:：，,]?|纠正(?:一下)?[:：，,]?|"
            r"不对[,，]?|哦不[,，]?|噢不[,，]?|算了[,，]?|应该是|修改为|重新设为")
-INSTEAD = r"\binstead\b(?!\s+of)"
+_MARKER = re.compile(rf"{MARKERS}|(?P<instead>\binstead\b(?!\s+of))", re.IGNORECASE)
 _END = re.compile(r"\n|[;。；!?！？]|\.(?=\s|$)")
 _SEGMENT_END = re.compile(r"\n|[,，;。；!?！？]|\.(?=\s|$)")
 # "no wait, 32", "make it 1e-6", "改成 200": a number alone in its comma part
@@ -45,30 +45,21 @@ KINDS.update({
 })
 
 
-@dataclass
-class Value:
-    """A value of one kind in the text: the whole phrase [start, end) and the value itself [vstart, vend)."""
-
-    kind: str
-    start: int
-    end: int
-    vstart: int
-    vend: int
-    text: str
+# A value of one kind in the text: the whole phrase [start, end) and the value itself [vstart, vend)
+Value = namedtuple("Value", "kind start end vstart vend text")
 
 
 def _values(text: str, start: int, end: int) -> list[Value]:
     """Every kind's values in text[start:end], first kinds first, no overlaps."""
     out: list[Value] = []
-    for kind, patterns in KINDS.items():
-        for pattern in patterns:
-            for m in re.finditer(pattern, text[start:end], re.IGNORECASE):  # the part's start is a start
-                a, b = start + m.start(), start + m.end()
-                if "\n" in m.group().strip() or any(o.start < b and a < o.end for o in out):
-                    continue
-                group = next((i for i, g in enumerate(m.groups(), 1) if g is not None), 0)
-                value = m.group(group).rstrip(".")  # "gpt-4o." ends a sentence
-                out.append(Value(kind, a, b, start + m.start(group), start + m.start(group) + len(value), value))
+    for kind, pattern in [(kind, pattern) for kind, patterns in KINDS.items() for pattern in patterns]:
+        for m in re.finditer(pattern, text[start:end], re.IGNORECASE):  # the part's start is a start
+            a, b = start + m.start(), start + m.end()
+            if "\n" in m.group().strip() or any(o.start < b and a < o.end for o in out):
+                continue
+            group = next((i for i, g in enumerate(m.groups(), 1) if g is not None), 0)
+            value = m.group(group).rstrip(".")  # "gpt-4o." ends a sentence
+            out.append(Value(kind, a, b, start + m.start(group), start + m.start(group) + len(value), value))
     return out
 
 
@@ -77,9 +68,8 @@ def _scope(text: str, position: int) -> str:
     left = max(text.rfind(c, 0, position) for c in ",，;；\n") + 1
     right = next((m.start() for m in _SEGMENT_END.finditer(text, position)), len(text))
     part = text[left:right]
-    if re.search(TOTAL, part, re.IGNORECASE):
-        return "total"
-    return "each" if re.search(f"{PER_SERVER}|{EACH_SERVER}", part, re.IGNORECASE) else ""
+    each = re.search(f"{PER_SERVER}|{EACH_SERVER}", part, re.IGNORECASE)
+    return "total" if re.search(TOTAL, part, re.IGNORECASE) else "each" if each else ""
 
 
 def _earlier(text: str, end: int, kind: str | None, scope: str) -> Value | None:
@@ -90,39 +80,27 @@ def _earlier(text: str, end: int, kind: str | None, scope: str) -> Value | None:
     return max(pick, key=lambda v: v.start) if pick else None
 
 
-def _note(kind: str, new: str, old: str, said: str) -> str:
-    said = said.strip(" ,，")
-    said = said if len(said) <= 60 else said[:57] + "..."
-    return f"The spec corrects {kind}: {new} replaces {old} (said later: '{said}')."
-
-
 def _edits(text: str, start: int, end: int) -> tuple[list[tuple[int, int, str]], list[str]]:
     """(edits (start, end, replacement), notes) for a correction in text[start:end]."""
-    edits, notes = [], []
-    for new in _values(text, start, end):
-        old = _earlier(text, start, new.kind, _scope(text, new.start))
-        if old is not None:
-            edits += [(old.vstart, old.vend, new.text), (new.start, new.end, "")]
-            notes.append(_note(new.kind, new.text, old.text, text[start:end]))
-    if edits:
-        return edits, notes
-    bare = re.match(_BARE, text[start:end], re.IGNORECASE)
+    fixes = [(old, new.text, new.start, new.end) for new in _values(text, start, end)
+             if (old := _earlier(text, start, new.kind, _scope(text, new.start))) is not None]
+    bare = None if fixes else re.match(_BARE, text[start:end], re.IGNORECASE)
     old = _earlier(text, start, None, "") if bare else None
     if old is not None and start - old.end <= 60:
-        edits += [(old.vstart, old.vend, bare.group(1)), (start + bare.start(1), start + bare.end(1), "")]
-        notes.append(_note(old.kind, bare.group(1), old.text, text[start:end]))
-    return edits, notes
+        fixes = [(old, bare.group(1), start + bare.start(1), start + bare.end(1))]
+    said = text[start:end].strip(" ,，")
+    said = said if len(said) <= 60 else said[:57] + "..."
+    return ([edit for old, new, a, b in fixes for edit in ((old.vstart, old.vend, new), (a, b, ""))],
+            [f"The spec corrects {old.kind}: {new} replaces {old.text} (said later: '{said}')."
+             for old, new, _, _ in fixes])
 
 
 def apply_corrections(text: str) -> tuple[str, list[str]]:
     """(the text with every correction applied where the corrected value stood, one note per correction)."""
     notes: list[str] = []
     position = 0
-    while True:
-        marker = re.compile(f"{MARKERS}|{INSTEAD}", re.IGNORECASE).search(text, position)
-        if marker is None:
-            return text, notes
-        if re.fullmatch(INSTEAD, marker.group(), re.IGNORECASE):
+    while (marker := _MARKER.search(text, position)) is not None:
+        if marker.group("instead"):
             start = max(text.rfind(c, 0, marker.start()) for c in ",，;；.\n") + 1
             end = marker.start()
         else:
@@ -130,9 +108,7 @@ def apply_corrections(text: str) -> tuple[str, list[str]]:
             end = next((m.start() for m in _END.finditer(text, start)), len(text))
         edits, said = _edits(text, start, end)
         notes += said
-        shift = 0
         for a, b, new in sorted(edits, reverse=True):
             text = text[:a] + new + text[b:]
-            if b <= marker.start():
-                shift += len(new) - (b - a)
-        position = marker.end() + shift
+        position = marker.end() + sum(len(new) - (b - a) for a, b, new in edits if b <= marker.start())
+    return text, notes

@@ -45,8 +45,7 @@ _TWO_SEATS = re.compile(r"(?<![\d一二三四五六七八九十百])(?:两|二|�
 
 
 def _number_span(m: re.Match) -> tuple[int, int]:
-    index = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
-    return m.span(index)
+    return m.span(next(i for i, g in enumerate(m.groups(), 1) if g is not None))
 
 
 def _qualified(text: str, m: re.Match) -> bool:
@@ -54,24 +53,17 @@ def _qualified(text: str, m: re.Match) -> bool:
     return bool(_QUALIFIED_BEFORE.search(text[line_start:m.start()]) or _QUALIFIED_AFTER.match(text[m.end():]))
 
 
-def readings(src: SpecText, patterns: Iterable[str], claimed: list[tuple[int, int]]) -> list[tuple[re.Match, int]]:
-    """(match, value) of every single-line, non-overlapping match whose number no earlier count read."""
-    out: list[tuple[re.Match, int]] = []
-    for pattern in patterns:
-        for m in src.finditer(pattern):
-            a, b = _number_span(m)
-            if ("\n" in m.group().strip() or any(x < m.end() and m.start() < y for x, y in
-                                                 [o.span() for o, _ in out])
-                    or any(x <= a < y or a <= x < b for x, y in claimed)):
-                continue
-            out.append((m, to_int(m.group(next(i for i, g in enumerate(m.groups(), 1) if g is not None)))))
-    return out
-
-
 def read_count(src: SpecText, patterns: Iterable[str], claimed: list[tuple[int, int]]) -> Found | None:
     """The count the patterns read (see the module docstring), its restatements as `repeats`; the numbers read
     are added to `claimed`. Two different unqualified values: PlannerError naming both."""
-    found = readings(src, patterns, claimed)
+    found: list[tuple[re.Match, int]] = []  # (match, value): one line, no overlap, a number not claimed
+    for pattern in patterns:
+        for m in src.finditer(pattern):
+            a, b = _number_span(m)
+            overlaps = any(o.start() < m.end() and m.start() < o.end() for o, _ in found)
+            if "\n" in m.group().strip() or overlaps or any(x <= a < y or a <= x < b for x, y in claimed):
+                continue
+            found.append((m, to_int(src.text[a:b])))
     if not found:
         return None
     plain = [(m, v) for m, v in found if not _qualified(src.text, m)]
@@ -83,12 +75,8 @@ def read_count(src: SpecText, patterns: Iterable[str], claimed: list[tuple[int, 
             f"The spec gives one count two different values: {a.group().strip()!r} says {x}, and later "
             f"{b.group().strip()!r} says {y}. Say the number once, or mark the later one as a correction "
             "('actually ...', '改成 ...': the corrected value is used), then plan again.")
-    result = Found(value, *first_m.span())
-    for m, v in found:
-        if v == value and m is not first_m:
-            result.repeats.append(m.span())
     claimed += [_number_span(m) for m, v in found if v == value]
-    return result
+    return Found(value, *first_m.span(), [m.span() for m, v in found if v == value and m is not first_m])
 
 
 # "，2 人，" / "谁是卧底 6 人 1 卧底" / "狼人杀 12 人 4狼": a bare "N 人" at the start of its part (or right after the
@@ -114,7 +102,6 @@ def rewrite_counts(text: str) -> tuple[str, list[str]]:
         notes.append("Read '两人' / '双人' (two-person game) as 2 players.")
     text, bare = _BARE_PEOPLE.subn(lambda m: f"{m.group(1)}{m.group(2)} 名玩家", text)
     text, standard = re.subn(r"(\d+)\s*人\s*标准(局|场|板)", r"\1 名玩家标准\2", text)  # "9 人标准局"
-    bare += standard
-    if bare:
+    if bare + standard:
         notes.append("Read a bare 'N 人' (alone in its part or before a role count, '6 人 1 卧底') as N players.")
     return text, notes

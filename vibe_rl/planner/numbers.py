@@ -6,15 +6,15 @@ People write a learning rate as "五乘十的负七次方", "1乘10的-6次方",
 patterns read it like "lr 5e-7". Grouped digits ("1,000 steps", "10_000") and digits with a Chinese multiplier
 ("1万步", "1.5万", "2千") become plain integers. Every rewrite is said in a note (the plan shows what was read).
 
-Several machines (`rewrite_nodes`: "two nodes of 8 GPUs", "16 GPUs across 2 nodes", "2机16卡", "两台机器，每台 8 卡"), rewritten
-to the GPUs of one node before the rules run, since a plan describes one node: `TaskSpec.gpus` is the GPU count
-of the training node, and `vibe-rl run` starts every server on it.
+Several machines (`rewrite_nodes`: "two nodes of 8 GPUs", "16 GPUs across 2 nodes", "2机16卡", "两台机器，每台
+8 卡") are rewritten to the GPUs of one node before the rules run, since a plan describes one node:
+`TaskSpec.gpus` is the GPU count of the training node, and `vibe-rl run` starts every server on it.
 
-The per-node count is read where the spec says it ("of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡", and "GPUs: 2
-nodes of 4", where the GPU word comes first); a count "across / over N nodes" or the Chinese "N机M卡" is the
-total and is divided by N. The rewrite and what the plan
-does with the other nodes are said in a note; a node count whose GPUs cannot be split evenly, or that comes
-without a GPU count, is left in the text (so it is reported as not understood) with a note saying what to do.
+The per-node count is read where the spec says it ("of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡", and "GPUs:
+2 nodes of 4", where the GPU word comes first); a count "across / over N nodes" or the Chinese "N机M卡" is the
+total and is divided by N. The rewrite and what the plan does with the other nodes are said in a note; a node
+count whose GPUs cannot be split evenly, or that comes without a GPU count, is left in the text (so it is
+reported as not understood) with a note saying what to do.
 
 GPU ids said instead of a count ("GPUs 0-3", "卡 0,1,2,3", "CUDA_VISIBLE_DEVICES=4,5") are rewritten to the count
 ("4 GPUs"), and a total restated after the per-node phrase ("2 nodes x 8 H100 (16 GPUs total)") is part of it.
@@ -27,8 +27,6 @@ import re
 from vibe_rl.planner.servers import GPU
 from vibe_rl.planner.text import NUM, WORD_NUMBER, part_around, to_int
 
-_CN_DIGITS = {"零": "0", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7",
-              "八": "8", "九": "9"}
 _CN_INT = r"[零一二两三四五六七八九十百]{1,4}"
 _MANTISSA = rf"(\d+(?:\.\d+)?|{_CN_INT}(?:点[零一二三四五六七八九]+)?|{WORD_NUMBER}(?: point \w+)?)"
 _TIMES = r"\s*(?:乘以?|×|\*|·|x|X|times)\s*"
@@ -54,36 +52,27 @@ def _number(word: str) -> str:
     for point in ("点", " point "):
         if point in word:
             head, _, tail = word.partition(point)
-            digits = "".join(_CN_DIGITS.get(c, "") for c in tail) if point == "点" else str(to_int(tail))
+            digits = "".join(str(to_int(c)) for c in tail) if point == "点" else str(to_int(tail))
             return f"{to_int(head)}.{digits}"
     word = word.lower()
-    for ordinal, cardinal in _ORDINALS.items():
-        if word == ordinal.removesuffix("th") or word == ordinal:
-            return str(to_int(cardinal))
-    return str(to_int(word.removesuffix("th")))
-
-
-def _rewrite(m: re.Match) -> str | None:
-    mantissa, sign, exponent = m.group(1), m.group(2), m.group(3)
-    try:
-        head = _number(mantissa) if mantissa else "1"
-        power = _number(exponent)
-    except (KeyError, ValueError):
-        return None  # not a number after all ("ten to the moon")
-    return f"{head}e{'-' if sign else ''}{power}"
+    cardinal = next((c for o, c in _ORDINALS.items() if word in (o, o.removesuffix("th"))), None)
+    return str(to_int(cardinal or word.removesuffix("th")))
 
 
 def rewrite_scientific(text: str) -> tuple[str, list[str]]:
     """(the text with each scientific phrase as `5e-7`, one note listing the rewrites)."""
     read: list[str] = []
-    for pattern in PATTERNS:
-        def replace(m: re.Match) -> str:
-            plain = _rewrite(m)
-            if plain is None:
-                return m.group()
-            read.append(f"{m.group().strip()!r} as {plain}")
-            return plain
 
+    def replace(m: re.Match) -> str:
+        mantissa, sign, exponent = m.groups()
+        try:
+            plain = f"{_number(mantissa) if mantissa else '1'}e{'-' if sign else ''}{_number(exponent)}"
+        except (KeyError, ValueError):
+            return m.group()  # not a number after all ("ten to the moon")
+        read.append(f"{m.group().strip()!r} as {plain}")
+        return plain
+
+    for pattern in PATTERNS:
         text = re.sub(pattern, replace, text, flags=re.IGNORECASE)
     notes = [f"Read {', '.join(read)} (scientific notation)."] if read else []
     return text, notes
@@ -117,9 +106,10 @@ def rewrite_grouped(text: str) -> tuple[str, list[str]]:
 
 _NODE_WORDS = r"(?:nodes?|machines?|hosts?|boxes|台(?:机器|主机)|(?:个|台)?节点|机(?![器制会构理]))"
 NODES = rf"{NUM}\s*(?:x\s*|×\s*)?{_NODE_WORDS}"
-_PER_NODE_BEFORE = r"^\s*(?:of|with|x|×|\*|each\s+(?:with|of|has|having)|,?\s*each\s+(?:with|of)?|[,，]?\s*每(?:台|个节点|个机器|节点|机)?|[,，]?\s*各)\s*$"
+_PER_NODE_BEFORE = (r"^\s*(?:of|with|x|×|\*|each\s+(?:with|of|has|having)|,?\s*each\s+(?:with|of)?|"
+                    r"[,，]?\s*每(?:台|个节点|个机器|节点|机)?|[,，]?\s*各)\s*$")
 _PER_NODE_AFTER = r"^\s*(?:each|apiece|per\s+(?:node|machine|host)|on\s+each|/\s*node|每台|每个?节点)"
-_TOTAL_BETWEEN = r"\b(?:across|over|spread\s+(?:over|across)|on|in)\s*$"
+_TOTAL_BETWEEN = r"\b(?:across|over|spread\s+(?:over|across)|on|in)\s*$|分布在|分在|跨"
 HOW = ("`vibe-rl run` starts the servers on this node only; to spread a server over {n} nodes, start it on each "
        "node with `vibe-rl swarm start --nnodes {n} --node-rank R --master-addr HOST` (docs/architecture.md, "
        "'Multi-GPU and multi-node').")
@@ -128,20 +118,17 @@ HOW = ("`vibe-rl run` starts the servers on this node only; to spread a server o
 def _reading(text: str, node: re.Match, g_start: int, g_end: int, n: int, m: int) -> int | None:
     """GPUs per node for a node count and a GPU count [g_start, g_end) of one clause, or None when the wording
     does not say which."""
+    split = m // n if m % n == 0 else None  # m GPUs in all
     if g_start >= node.end():
         between = text[node.end():g_start]
-        if re.search(_PER_NODE_BEFORE, between, re.IGNORECASE) or re.match(_PER_NODE_AFTER, text[g_end:],
-                                                                             re.IGNORECASE):
+        if re.search(_PER_NODE_BEFORE, between, re.I) or re.match(_PER_NODE_AFTER, text[g_end:], re.I):
             return m
-        if re.fullmatch(r"\s*", between) and re.search(r"机|节点", node.group()):
-            return m // n if m % n == 0 else None  # "2机16卡": 16 in all
-        return None
+        adjacent = re.fullmatch(r"\s*", between) and re.search(r"机|节点", node.group())  # "2机16卡": 16 in all
+        return split if adjacent else None
     between = text[g_end:node.start()]
-    if re.search(_TOTAL_BETWEEN, between, re.IGNORECASE) or re.search(r"分布在|分在|跨", between):
-        return m // n if m % n == 0 else None
-    if re.search(r"\b(?:each|per)\b|每", between + text[node.end():node.end() + 12], re.IGNORECASE):
-        return m
-    return None
+    if re.search(_TOTAL_BETWEEN, between, re.I):
+        return split
+    return m if re.search(r"\b(?:each|per)\b|每", between + text[node.end():node.end() + 12], re.I) else None
 
 
 _KEY_NODES = rf"(?:num[\s_-]*|n)?(?:nodes|machines)\s*[:：=]\s*{NUM}"
@@ -176,7 +163,6 @@ def _bare_per_node(text: str) -> str:
                   flags=re.IGNORECASE | re.MULTILINE)
 
 
-# GPU ids instead of a count: "GPUs 0-3", "卡 4~7", "gpu ids: 0,1,2,3", "CUDA_VISIBLE_DEVICES=0,1" (read as 4, 4, 4, 2)
 _GPU_IDS = (r"(?:\bgpus?|\bcards?|\bdevices?|显卡|卡|cuda_visible_devices)\s*(?:ids?|号)?\s*[:：=#]?\s*"
             r"(?:(\d+)\s*(?:-|~|–|to|到)\s*(\d+)(?!\d|\.\d)|(\d+(?:\s*,\s*\d+)+)(?!\d|\.\d))")
 # the total restated right after the per-node phrase: "2 nodes x 8 H100 (16 GPUs total)"
@@ -184,26 +170,27 @@ _RESTATED = r"\s*[(（]\s*(\d+)\s*(?:x\s*)?(?:张|块)?\s*(?:gpus?|卡|显卡|ca
 
 
 def _gpu_ids(text: str, notes: list[str]) -> tuple[str, list[str]]:
-    """GPU id ranges and lists ("GPUs 0-3", "卡 4~7", "CUDA_VISIBLE_DEVICES=0,1,2,3") as a GPU count ("4 GPUs"), the
-    ids said in a note: a plan counts a server's GPUs, and `vibe-rl run` assigns the ids (in server order)."""
-    out, last = [], 0
-    for m in re.finditer(_GPU_IDS, text, re.IGNORECASE):
+    """GPU id ranges and lists ("GPUs 0-3", "卡 4~7", "gpu ids: 0,1,2,3", "CUDA_VISIBLE_DEVICES=0,1") as a GPU
+    count ("4 GPUs"), the ids said in a note: a plan counts a server's GPUs, and `vibe-rl run` assigns the ids
+    (in server order)."""
+    def count(m: re.Match) -> str:
         ids = (list(range(int(m.group(1)), int(m.group(2)) + 1)) if m.group(1)
                else [int(x) for x in re.split(r"\s*,\s*", m.group(3))])
         if len(ids) < 2 or len(set(ids)) != len(ids):
-            continue
-        out.append(text[last:m.start()] + f"{len(ids)} GPUs")
-        last = m.end()
-        notes.append(f"Read GPU ids {m.group().strip()!r} as {len(ids)} GPUs: the plan counts GPUs per server and "
-                     "`vibe-rl run` assigns the device ids in server order (export CUDA_VISIBLE_DEVICES before `vibe-rl run` to give it other ids).")
-    return "".join(out) + text[last:], notes
+            return m.group()
+        notes.append(f"Read GPU ids {m.group().strip()!r} as {len(ids)} GPUs: the plan counts GPUs per "
+                     "server and `vibe-rl run` assigns the device ids in server order (export "
+                     "CUDA_VISIBLE_DEVICES before `vibe-rl run` to give it other ids).")
+        return f"{len(ids)} GPUs"
+
+    return re.sub(_GPU_IDS, count, text, flags=re.IGNORECASE), notes
 
 
 def rewrite_nodes(text: str) -> tuple[str, list[str]]:
     """(the text with a multi-node GPU phrase as one node's GPU count, notes); "单卡" (one card) is "1 张卡", "双卡"
     (two cards) "2 张卡"."""
-    text = re.sub(r"(?:单机)?单(?:张|块)?\s*(?:显卡|卡|gpu)", "1 张卡", text, flags=re.IGNORECASE)
-    text = re.sub(r"(?:单机)?双(?:张|块)?\s*(?:显卡|卡|gpu)", "2 张卡", text, flags=re.IGNORECASE)
+    text = re.sub(r"(?:单机)?(单|双)(?:张|块)?\s*(?:显卡|卡|gpu)", lambda c: {"单": "1", "双": "2"}[c.group(1)] + " 张卡",
+                  text, flags=re.IGNORECASE)
     text, notes = _key_values(text)
     text, notes = _gpu_ids(text, notes)
     text = _bare_per_node(text)
@@ -212,30 +199,27 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
         if n < 2:
             continue
         start, end = part_around(text, node.start(), node.start(), "\n;；。")
-        gpus = sorted(re.finditer(GPU, text[start:end], re.IGNORECASE),
-                      key=lambda g: abs(start + g.start() - node.start()))
-        gpus = [g for g in gpus if not (g.start() <= node.start() - start < g.end())]
-        if not gpus:
+        gpu = min((g for g in re.finditer(GPU, text[start:end], re.IGNORECASE)
+                   if not (g.start() <= node.start() - start < g.end())),
+                  key=lambda g: abs(start + g.start() - node.start()), default=None)  # the nearest
+        if gpu is None:
             notes.append(f"The spec names {n} nodes ({node.group().strip()!r}) without a GPU count per node: a plan "
                          "describes one node (gpus = the GPUs of that node). " + HOW.format(n=n))
             continue
-        gpu = gpus[0]
         g_start, g_end = start + gpu.start(), start + gpu.end()
         m = to_int(next(x for x in gpu.groups() if x))
         per = _reading(text, node, g_start, g_end, n, m)
-        if per is None:
-            notes.append(f"The spec names {n} nodes and {m} GPUs ({text[min(node.start(), g_start):max(node.end(), g_end)]!r}) "
-                         f"without saying whether {m} is per node or in all: the plan takes {m} as the GPUs of one "
-                         "node. Say '8 GPUs per node' or '16 GPUs in total'. " + HOW.format(n=n))
-            continue
         a, b = min(node.start(), g_start), max(node.end(), g_end)
-        if g_end < node.start() or node.end() <= g_start:
-            tail = re.match(_PER_NODE_AFTER, text[b:], re.IGNORECASE)
-            b += tail.end() if tail and g_start > node.start() else 0
+        if per is None:
+            notes.append(f"The spec names {n} nodes and {m} GPUs ({text[a:b]!r}) without saying whether {m} "
+                         f"is per node or in all: the plan takes {m} as the GPUs of one node. Say '8 GPUs "
+                         "per node' or '16 GPUs in total'. " + HOW.format(n=n))
+            continue
+        tail = re.match(_PER_NODE_AFTER, text[b:], re.IGNORECASE) if g_start >= node.end() else None
+        b += tail.end() if tail else 0
         restated = re.match(_RESTATED, text[b:], re.IGNORECASE)
         b += restated.end() if restated and to_int(restated.group(1)) == n * per else 0  # "(16 GPUs total)"
-        phrase = text[a:b]
+        notes.append(f"Read {text[a:b].strip()!r} as {n} nodes of {per} GPUs ({n * per} in all): the plan "
+                     f"describes one node, so gpus = {per}. " + HOW.format(n=n))
         text = text[:a] + f"{per} GPUs" + text[b:]
-        notes.append(f"Read {phrase.strip()!r} as {n} nodes of {per} GPUs ({n * per} in all): the plan describes one "
-                     f"node, so gpus = {per}. " + HOW.format(n=n))
     return text, notes[::-1]

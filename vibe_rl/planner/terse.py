@@ -19,6 +19,7 @@ for swapped letters ("gups" -> "gpus"); paths, URLs, env vars and hyphenated nam
 
 from __future__ import annotations
 
+import json
 import re
 
 ABBREVIATIONS = {"wis": "who is spy", "wisp": "who is spy", "ww": "werewolves", "wwf": "werewolves"}
@@ -29,14 +30,12 @@ _UNITS = {"p": "players", "player": "players", "players": "players", "spy": "spy
           "k": "000", "人": "players", "卧底": "spies", "卡": "张卡", "步": "步", "轮": "轮"}
 _ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.MULTILINE)
 _SEPARATOR = re.compile(r"^[\s|:-]+$")
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip().strip("`*") for c in line.strip().strip("|").split("|")]
+_COUNT_HEADER = re.compile(r"count|number|num|#|seats?|players?|数量|人数|个数|座位数?", re.IGNORECASE)
 
 
 def tables(text: str) -> tuple[str, int]:
-    """Markdown table rows as "key: value" lines; (text, rows rewritten)."""
+    """Markdown table rows as "key: value" lines; (text, rows rewritten). In a role table the column headed
+    'count' / '数量' (a number in it) counts the row's seats: one row is one record, "2 werewolf: /m/q7b"."""
     lines, out, header, count = text.split("\n"), [], None, 0
     for i, line in enumerate(lines):
         if not _ROW.match(line):
@@ -46,32 +45,23 @@ def tables(text: str) -> tuple[str, int]:
         if _SEPARATOR.match(line):
             out.append("")
             continue
-        cells = _cells(line)
+        cells = [c.strip().strip("`*") for c in line.strip().strip("|").split("|")]
         if i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]) and "|" in lines[i + 1]:
             header = cells  # the header row: its names label a wide table's columns
             out.append("")
             continue
         count += 1
-        counted = _count_column(header, cells)
-        if counted is not None:  # a role table: one row is one record, "2 werewolf: /m/q7b, trainable"
+        labelled = header is not None and len(header) == len(cells)
+        counted = next((j for j in range(1, len(cells)) if labelled and re.fullmatch(r"\d+", cells[j])
+                        and _COUNT_HEADER.fullmatch(header[j].strip())), None)
+        if counted is not None:
             rest = [c for j, c in enumerate(cells[1:], 1) if j != counted and c]
             out.append(f"{cells[counted]} {cells[0]}: {', '.join(rest)}")
-        elif len(cells) > 2 and header and len(header) == len(cells):
+        elif len(cells) > 2 and labelled:
             out.append(f"{cells[0]}: " + ", ".join(f"{h} = {c}" for h, c in zip(header[1:], cells[1:], strict=True)))
         else:
             out.append(f"{cells[0]}: {', '.join(c for c in cells[1:] if c)}")
     return "\n".join(out), count
-
-
-_COUNT_HEADER = re.compile(r"count|number|num|#|seats?|players?|数量|人数|个数|座位数?", re.IGNORECASE)
-
-
-def _count_column(header: list[str] | None, cells: list[str]) -> int | None:
-    """The column of a role table that counts the row's seats (header 'count' / '数量' and a number in it)."""
-    if not header or len(header) != len(cells):
-        return None
-    return next((j for j, h in enumerate(header) if j and _COUNT_HEADER.fullmatch(h.strip())
-                 and re.fullmatch(r"\d+", cells[j])), None)
 
 
 _SERVER_BLOCK = re.compile(r"^([ \t]*)((?:swarm[ _-]?)?server[ _-]?\d+|服务器\s*\d+)[ \t]*[:：][ \t]*\n"
@@ -91,8 +81,6 @@ def server_blocks(text: str) -> tuple[str, int]:
 def json_blocks(text: str) -> tuple[str, int]:
     """A JSON object in the spec ('{"players": 6, "lr": 2e-6}') as YAML-style "key: value" lines (nested objects
     indented under their key), so each key is read as structure; (text, objects rewritten)."""
-    import json
-
     out, pos, count = [], 0, 0
     for m in re.finditer(r"\{", text):
         if m.start() < pos:
@@ -114,23 +102,19 @@ def _yaml_lines(value: dict, indent: str = "") -> list[str]:
         if isinstance(item, dict):
             lines += [f"{indent}{key}:", *_yaml_lines(item, indent + "  ")]
         else:
-            shown = ", ".join(map(str, item)) if isinstance(item, list) else "true" if item is True else \
-                "false" if item is False else str(item)
-            lines.append(f"{indent}{key}: {shown}")
+            shown = ", ".join(map(str, item)) if isinstance(item, list) else str(item)
+            lines.append(f"{indent}{key}: {shown.lower() if isinstance(item, bool) else shown}")
     return lines
 
 
 def flags(text: str) -> tuple[str, int]:
     """'--batch-size 8' / '--lr=1e-6' -> 'batch size: 8,'; (text, flags rewritten)."""
-    pattern = r"(?<!\S)--([A-Za-z][\w-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?!--)(\S+)|(?<!\S)--([A-Za-z][\w-]*)"
-    found = len(re.findall(pattern, text))
-
     def replace(m: re.Match) -> str:
-        if m.group(3):
-            return m.group(3).replace("-", " ").replace("_", " ") + ","
-        return f"{m.group(1).replace('-', ' ').replace('_', ' ')}: {m.group(2)},"
+        name = (m.group(1) or m.group(3)).replace("-", " ").replace("_", " ")
+        return f"{name}: {m.group(2)}," if m.group(1) else name + ","
 
-    return re.sub(pattern, replace, text), found
+    return re.subn(r"(?<!\S)--([A-Za-z][\w-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?!--)(\S+)|(?<!\S)--([A-Za-z][\w-]*)",
+                   replace, text)
 
 
 def glued(text: str) -> tuple[str, list[str]]:
@@ -153,37 +137,28 @@ def glued(text: str) -> tuple[str, list[str]]:
     text = re.sub(rf"(?<![^\s,，;；:：(（])(\d+)({units})(?=\s|$|[,，;；]|/\d)", value_unit, text, flags=re.IGNORECASE)
     text = re.sub(r"(?<=[a-z],)/(?=\d)", " ", text)  # "8p/2 spies" -> "8 players, 2 spies"
     for short, full in ABBREVIATIONS.items():
-        if re.search(rf"(?<![\w/.-]){short}(?![\w/-])", text, re.IGNORECASE):
-            text = re.sub(rf"(?<![\w/.-]){short}(?![\w/-])", full, text, flags=re.IGNORECASE)
-            read.append(f"{short} ({full})")
+        text, found = re.subn(rf"(?<![\w/.-]){short}(?![\w/-])", full, text, flags=re.IGNORECASE)
+        read += [f"{short} ({full})"] if found else []
     return text, read
 
 
 def expand_terse(text: str) -> tuple[str, list[str]]:
     """(the text with tables, flags, inline assignments and terse tokens as "key: value" parts, notes)."""
-    notes = []
     text, blocks = json_blocks(text)
-    if blocks:
-        notes.append(f"Read {blocks} JSON object(s) as 'key: value' lines.")
-    text, blocks = server_blocks(text)
-    if blocks:
-        notes.append(f"Read {blocks} per-server block(s) ('server1:' and its indented settings) as one line each.")
+    text, servers = server_blocks(text)
     text, rows = tables(text)
-    if rows:
-        notes.append(f"Read {rows} markdown table row(s) as 'key: value' lines.")
     text, pipes = re.subn(r"(?<=\S)[ \t]+[|｜][ \t]+(?=\S)|[ \t]*｜[ \t]*", ", ", text) if not rows else (text, 0)
-    if pipes:
-        notes.append(f"Read the {pipes} ' | ' separator(s) as commas.")
     text, count = flags(text)
-    if count:
-        notes.append(f"Read {count} command-line flag(s) ('--key value') as settings.")
     assignment = r"[A-Za-z_\u4e00-\u9fff][\w.\u4e00-\u9fff-]*=[^\s,，;；=]+"
     text = re.sub(rf"(?<!\S)({assignment})[ \t]+(?={assignment})", r"\1, ", text)  # "players=8 spies=2"
-    text = re.sub(rf"(?<!\S)({assignment})[ \t]+(?={assignment})", r"\1, ", text)  # every other pair
     text, read = glued(text)
-    if read:
-        notes.append(f"Read terse tokens {', '.join(read)}.")
-    return text, notes
+    notes = [note.format(n) for n, note in (
+        (blocks, "Read {} JSON object(s) as 'key: value' lines."),
+        (servers, "Read {} per-server block(s) ('server1:' and its indented settings) as one line each."),
+        (rows, "Read {} markdown table row(s) as 'key: value' lines."),
+        (pipes, "Read the {} ' | ' separator(s) as commas."),
+        (count, "Read {} command-line flag(s) ('--key value') as settings.")) if n]
+    return text, notes + ([f"Read terse tokens {', '.join(read)}."] if read else [])
 
 
 VOCABULARY = (
@@ -192,49 +167,36 @@ VOCABULARY = (
     "prompts", "steps", "tokens", "temperature", "train", "trained", "trainable", "training", "server", "servers",
     "translation", "translator", "adversarial", "undercover", "gpus", "checkpoint", "static", "frozen", "reward",
     "rewards", "episodes", "rounds", "model", "agent", "agents", "total", "size", "save", "every", "port",
-    "ports", "spy", "who", "opponent", "opponents", "generations",
+    "ports", "opponent", "opponents", "generations",
 )
 # Real words one edit away from a vocabulary word: never "corrected".
 KNOWN = frozenset(VOCABULARY) | {
-    "layers", "layer", "ample", "pies", "rain", "step", "token", "sample", "trains", "trainer", "rates", "late",
-    "groups", "grouped", "plays", "played", "prayers", "sever", "severs", "served", "serves", "sport", "spot",
-    "post", "posts", "forts", "rounded", "modal", "models", "modes", "agents", "agency", "ever", "even",
-    "seen", "seeds", "sees", "spied", "spices", "spines", "rewarded", "rewarding", "totals", "sized", "sizes",
-    "saved", "saves", "statics", "frozen", "batches", "batched", "rollout", "rollouts", "prompted", "opponent",
-    "trainee", "trainees", "hunters", "witches", "seers", "steep", "steer", "stems", "stops", "tokes",
-    "group", "whom", "ports", "support", "model", "ratio", "switch", "twitch", "grounds", "round", "payer",
-    "raining", "episode", "generation", "strain", "sere", "started", "states", "serve", "checkpoints", "froze",
-    "temperatures", "translations", "village", "villages", "translate", "translated", "translator", "agented",
+    "layers", "layer", "token", "sample", "sever", "severs", "serves", "spices", "spines", "tokes", "switch",
+    "twitch", "grounds", "round", "payer", "raining", "episode", "generation", "strain", "sere", "serve",
+    "froze", "village", "villages",
 }
 # Misspellings more than one swap, deletion or insertion away (a letter replaced, a plural formed wrongly).
-COMMON = {"spys": "spies", "spyes": "spies", "wearwolves": "werewolves",
-          "wherewolves": "werewolves", "villigers": "villagers", "civilains": "civilians", "oponents": "opponents",
-          "oppenents": "opponents", "learnig": "learning", "temprature": "temperature", "tempreature": "temperature",
-          "wolfs": "wolves", "wolfes": "wolves", "werewolfs": "werewolves", "warewolves": "werewolves",
-          "werwolves": "werewolves", "warewolf": "werewolf", "werwolf": "werewolf", "spyy": "spy", "spie": "spy",
-          "villagars": "villagers", "civillians": "civilians", "civilan": "civilian"}
+COMMON = {"spys": "spies", "spyes": "spies", "spyy": "spy", "spie": "spy", "wearwolves": "werewolves",
+          "warewolves": "werewolves", "werewolfs": "werewolves", "warewolf": "werewolf", "wolfs": "wolves",
+          "wolfes": "wolves", "villigers": "villagers", "villagars": "villagers", "oppenents": "opponents"}
 # Whole words only: never a piece of a path, URL, env var, model name or hyphenated name.
 _WORD = re.compile(r"(?<![\w/.\-])[A-Za-z]{4,}(?![\w/\-]|\.\w)")
 
 
 def _edits(word: str) -> set[str]:
-    """Every string one swap, deletion or insertion away from `word` (lowercase letters only)."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
+    """Every string one swap away from `word`, or one deletion or insertion away when neither is shorter than
+    five letters (lowercase letters only)."""
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
     swaps = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
-    deletes = {a + b[1:] for a, b in splits if b} if len(word) >= 5 else set()
+    deletes = {a + b[1:] for a, b in splits if b} if len(word) >= 6 else set()
+    letters = "abcdefghijklmnopqrstuvwxyz"
     inserts = {a + c + b for a, b in splits for c in letters} if len(word) >= 5 else set()
     return swaps | deletes | inserts
 
 
-_FIXES: dict[str, str] = {}
-for _good in VOCABULARY:
-    for _typo in _edits(_good):
-        inflected = any(_typo == _good + end for end in ("s", "es", "d", "ed", "r", "er", "y"))  # "translators"
-        short_non_swap = len(_typo) < 5 and sorted(_typo) != sorted(_good)
-        if _typo not in KNOWN and not inflected and len(_typo) >= 4 and not short_non_swap:
-            _FIXES.setdefault(_typo, _good)
-_FIXES.update(COMMON)
+# The first vocabulary word wins a typo near two; not a known word or an inflection ("translators", "trained")
+_FIXES = {typo: good for good in reversed(VOCABULARY) for typo in _edits(good)
+          if typo not in KNOWN and not (typo[:-1] == good and typo[-1] in "sdry")} | COMMON
 
 
 def fix_typos(text: str) -> tuple[str, list[str]]:
@@ -250,6 +212,5 @@ def fix_typos(text: str) -> tuple[str, list[str]]:
         return good.capitalize() if word[0].isupper() else good
 
     fixed = _WORD.sub(replace, text)
-    notes = [f"Read {', '.join(f'{typo!r} as {good!r}' for typo, good in seen.items())} (a misspelling?)."] if seen \
-        else []
-    return fixed, notes
+    said = ", ".join(f"{typo!r} as {good!r}" for typo, good in seen.items())
+    return fixed, [f"Read {said} (a misspelling?)."] if seen else []
