@@ -173,13 +173,18 @@ _ASIDE_KEY = re.compile(r"^([ \t]*(?:[A-Za-z][\w -]{0,30}?\b)?(?:players?|spies|
 # "NUM_PLAYERS=8", "export MODEL_PATH=/m/q7b": settings in upper case (never a *_URL, *_KEY or *_TOKEN variable)
 _CAPS_KEY = re.compile(r"^([ \t]*)(?:export[ \t]+)?((?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*))(?<!_URL)(?<!_KEY)(?<!_TOKEN)"
                        r"(?<!_SECRET)[ \t]*=[ \t]*(?=(?:-?\d[\d.]*(?:e-?\d+)?|/\S+|\.{1,2}/\S+)[ \t]*$)", re.MULTILINE)
+# "2 servers x 4 GPUs": that many GPUs for each server
+_SERVERS_TIMES = re.compile(r"\b(\d+|two|both)[ \t]*(servers?|服务器)[ \t]*[x×*][ \t]*(\d+)[ \t]*(gpus?|cards?|卡)",
+                            re.IGNORECASE)
+# "- batch_size: 32" then "+ batch_size: 16": a diff's old line and its new one; the new value stands
+_DIFF = re.compile(r"^[ \t]*-[ \t]+([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]+(?=\1[ \t]*\2)", re.MULTILINE)
 # "Batch — 16", "Detector — /m/q14b — 4 GPUs": a dash before a value is a key's colon, the next ones commas
 _DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
 
 
 def key_lines(text: str) -> tuple[str, list[str]]:
-    """Question-and-answer lines, asides before a key's colon, upper-case settings and dashes before values as
-    "key: value" parts; (text, notes)."""
+    """Question-and-answer lines, asides before a key's colon, upper-case settings, a diff's old and new lines
+    (the new one stays) and dashes before values as "key: value" parts; (text, notes)."""
     notes = []
 
     def answer(m: re.Match) -> str:
@@ -191,7 +196,9 @@ def key_lines(text: str) -> tuple[str, list[str]]:
     for pattern, replace, what in ((_QA, answer, "question-and-answer line(s) as 'question: answer'"),
                                    (_ASIDE_KEY, r"\1", "aside(s) between a key and its colon as the key's"),
                                    (_CAPS_KEY, lambda m: f"{m.group(1)}{m.group(2).lower()}=",
-                                    "upper-case setting(s) ('NUM_PLAYERS=8') as settings")):
+                                    "upper-case setting(s) ('NUM_PLAYERS=8') as settings"),
+                                   (_DIFF, "", "diff pair(s) ('- key: old' then '+ key: new') as the new value"),
+                                   (_SERVERS_TIMES, r"\1 \2 with \3 \4 each", "'N servers x M GPUs' as M GPUs each")):
         text, count = pattern.subn(replace, text)
         if count:
             notes.append(f"Read {count} {what}.")
