@@ -70,7 +70,7 @@ TRAINING = [
                           r"message|generation|completion))?",
                           r"max[\s_-]*(?:completion|response|generation|output|answer)[\s_-]*(?:length|len|tokens)",
                           r"response[\s_-]*length",
-                          r"(?:answers?|replies|responses?|outputs?|generations?|completions?)\s*(?:of|capped at|limited to|"
+                          r"(?:answers?|repl(?:y|ies)|responses?|outputs?|generations?|completions?)\s*(?:of|capped at|limited to|"
                           r"up to|at most|<=|≤)(?=\s*"+_N+r"\s*tokens)"),
         zh=("最大生成长度", r"最大\s*tokens?(?:\s*数)?", "最大输出长度", "最大回复长度", r"最大生成\s*token\s*数?"),
         unit=("tokens",),
