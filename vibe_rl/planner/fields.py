@@ -75,7 +75,7 @@ TRAINING = [
         zh=("最大生成长度", r"最大\s*tokens?(?:\s*数)?", "最大输出长度", "最大回复长度", r"最大生成\s*token\s*数?",
             r"(?:回复|回答|输出|生成)(?:最多|至多|不超过)(?=\s*"+_N+r"\s*个?\s*tokens?)"),
         unit=("tokens",),
-        after=(r"tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|message|generation)",)),
+        after=(r"(?:new\s+)?tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|message|generation)",)),
     Row("max_model_len", en=(r"max[\s_-]*model[\s_-]*len(?:gth)?", r"context[\s_-]*(?:length|len|window)"), zh=("上下文长度",)),
 ]
 
