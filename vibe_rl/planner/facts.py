@@ -96,7 +96,7 @@ _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|
          r"(\d+(?:\.\d+)?)")
 
 
-_DRAW_VALUE = r"(?:\bdraws?|\bties?|平局|和棋|和局|平(?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|gets|为|得)?\s*(?:the\s+learner\s*)?([-+]?\d+(?:\.\d+)?)"
+_DRAW_VALUE = r"(?:\bdraws?|\bties?|平局|和棋|和局|[平和](?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|gets|为|得)?\s*(?:the\s+learner\s*)?([-+]?\d+(?:\.\d+)?)"
 
 
 def rewards(src: SpecText) -> tuple[float | None, float | None]:
