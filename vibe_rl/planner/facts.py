@@ -116,7 +116,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
         for segment in re.split(r"[,，;；、]|\band\b|而", clause):
             seg_start = src.text.index(segment, offset) if segment else offset
             offset = seg_start + len(segment)
-            if not said and not re.search(r"得\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d|" + _BARE, segment,
+            if not said and not re.search(r"[得扣减罚]\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d|" + _BARE, segment,
                                           re.IGNORECASE):
                 continue
             words = [(m.start(), "win") for m in re.finditer(WIN_WORDS, segment, re.IGNORECASE)]
@@ -130,7 +130,8 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
                 continue
             placed = 0
             for kind, number in zip(kinds, numbers, strict=True):
-                value = float(number.group(1))
+                value = float(number.group(1))  # "输的一方扣 1 分": a deduction is negative
+                value = -abs(value) if re.search(r"(?:扣|减|罚)\s*$", segment[:number.start(1)]) else value
                 if kind == "win" and win in (None, value):
                     win = value
                 elif kind == "loss" and loss in (None, value):
