@@ -89,8 +89,8 @@ _BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|赢|输|\bwinners?|\bloser
 # A goal of the game, not a reward: "the first player to bank 30 points wins", "reach 100 points", "先到 30 分"
 _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
          r"(\d+(?:\.\d+)?)")
-# A draw's value, not a win's or a loss's: "和棋 0", "draws give 0.5"
-_DRAW_VALUE = r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|gets|为|得)?\s*(?:the\s+learner\s*)?([-+]?\d+(?:\.\d+)?)"
+# A draw's value, not a win's or a loss's: "和棋 0", "draws give 0.5", "平 0"
+_DRAW_VALUE = r"(?:\bdraws?|\bties?|平局|和棋|和局|[平和](?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|gets|为|得)?\s*(?:the\s+learner\s*)?([-+]?\d+(?:\.\d+)?)"
 
 
 def rewards(src: SpecText) -> tuple[float | None, float | None]:
@@ -116,7 +116,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
         for segment in re.split(r"[,，;；、]|\band\b|而", clause):
             seg_start = src.text.index(segment, offset) if segment else offset
             offset = seg_start + len(segment)
-            if not said and not re.search(r"得\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d|" + _BARE, segment,
+            if not said and not re.search(r"[得扣减罚]\s*[-+]?\d|get\w*\s+[-+]?\d|[:：=]\s*[-+]?\d|[-+]\d|" + _BARE, segment,
                                           re.IGNORECASE):
                 continue
             words = sorted((m.start(), kind) for kind, pattern in (("win", WIN_WORDS), ("loss", LOSS_WORDS))
@@ -128,7 +128,8 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
                 continue
             placed = 0
             for kind, number in zip(kinds, numbers, strict=True):
-                value = float(number.group(1))
+                value = float(number.group(1))  # "输的一方扣 1 分": a deduction is negative
+                value = -abs(value) if re.search(r"(?:扣|减|罚)\s*$", segment[:number.start(1)]) else value
                 if found[kind] not in (None, value):
                     continue  # a second, different value: left unmarked, so it is reported
                 found[kind] = value

@@ -30,7 +30,7 @@ _PER_STEP = r"(?:per|每|an?|each)\s*(?:batch|update|step|批|iteration|training
 TRAINING = [
     Row("batch_size", en=(rf"{_NOT_MICRO}batch[\s_-]*size", "batchsize", "bs", "bsz", rf"{_NOT_MICRO}batch(?:\s+of)?",
                           r"(?:tasks|groups|prompts)\s+per\s+(?:batch|update|step)"),
-        zh=("批大小", "批次大小", "批量大小", "批量", r"batch\s*大小", r"每(?:批|次更新|步|个\s*step)(?=\s*"+_N+r"\s*(?:个任务|组|局|个\s*prompts?|个题))"),
+        zh=("批大小", "批次大小", "批量大小", "批量", r"batch\s*大小", r"[每一](?:批|次更新|步|个\s*step)(?=\s*"+_N+r"\s*(?:个任务|组|局|个\s*prompts?|个题|道题))"),
         after=(rf"(?:tasks|groups|games|prompts|questions|seeds|个任务|个\s*prompts?|组)\s*{_PER_STEP}",)),
     Row("grpo_n", en=(r"grpo[\s_-]*n", r"num[\s_-]*repeats?", r"n[\s_-]*repeat", r"group[\s_-]*size", r"num[\s_-]*generations",
                       r"n[\s_-]*samples[\s_-]*per[\s_-]*prompt", r"num[\s_-]*samples", r"n[\s_-]samples", r"(?-i:G)(?=\s*[=:：])",
@@ -41,7 +41,7 @@ TRAINING = [
                       rf"(?:each|every)\s+(?:{_PER_TASK}|game)\s+(?:is\s+)?(?:repeated|sampled|played|run|rolled\s+out)(?=\s+"+_N+r"\s+times)"),
         zh=("组大小", "每组(?:采样|样本数)?", r"每一?(?:局|盘|场)(?:游戏|对局)?\s*(?:重复|采样|跑|玩|rollout|生成)(?=\s*"+_N+r"\s*(?:次|遍))",
             r"每一?(?:局|盘|场|个?\s*(?:任务|题|prompts?|问题))(?:游戏|对局)?(?=\s*"+_N+r"\s*(?:次|遍|条)\s*(?:采样|rollouts?|重复|生成))",
-            r"每个?\s*(?:任务|题|种子|prompts?|提示词?|问题)\s*(?:采样|跑|玩|重复|rollout|生成)?(?=\s*"+_N+r"\s*(?:次|局|条|个|遍))"),
+            r"每[个道]?\s*(?:任务|题|种子|prompts?|提示词?|问题)\s*(?:采样|跑|玩|重复|rollout|生成)?(?=\s*"+_N+r"\s*(?:次|局|条|个|遍))"),
         after=(rf"{_SAMPLE}\s*(?:per|for each|each|/|an?)\s*{_PER_TASK}",
                rf"{_SAMPLE}\s+(?:each|apiece)(?=\s*(?:$|[\n,，;；)）]|\.(?!\d)))")),
     Row("save_freq", en=(r"save[\s_-]*freq\w*", "save_every", r"save[\s_-]*steps", r"save[\s_-]*interval",
@@ -67,11 +67,12 @@ TRAINING = [
                           r"message|generation|completion))?",
                           r"max[\s_-]*(?:completion|response|generation|output|answer)[\s_-]*(?:length|len|tokens)",
                           r"response[\s_-]*length",
-                          r"(?:answers?|replies|responses?|outputs?|generations?|completions?)\s*(?:of|capped at|limited to|"
+                          r"(?:answers?|repl(?:y|ies)|responses?|outputs?|generations?|completions?)\s*(?:of|capped at|limited to|"
                           r"up to|at most|<=|≤)(?=\s*"+_N+r"\s*tokens)"),
-        zh=("最大生成长度", r"最大\s*tokens?(?:\s*数)?", "最大输出长度", "最大回复长度", r"最大生成\s*token\s*数?"),
+        zh=("最大生成长度", r"最大\s*tokens?(?:\s*数)?", "最大输出长度", "最大回复长度", r"最大生成\s*token\s*数?",
+            r"(?:回复|回答|输出|生成)(?:最多|至多|不超过)(?=\s*"+_N+r"\s*个?\s*tokens?)"),
         unit=("tokens",),
-        after=(r"tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|message|generation)",)),
+        after=(r"(?:new\s+)?tokens\s*(?:per|each|an?|for each)\s*(?:answer|reply|response|turn|call|message|generation)",)),
     Row("max_model_len", en=(r"max[\s_-]*model[\s_-]*len(?:gth)?", r"context[\s_-]*(?:length|len|window)"), zh=("上下文长度",)),
 ]
 

@@ -57,6 +57,8 @@ def tables(text: str) -> tuple[str, int]:
         if counted is not None:
             rest = [c for j, c in enumerate(cells[1:], 1) if j != counted and c]
             out.append(f"{cells[counted]} {cells[0]}: {', '.join(rest)}")
+        elif labelled and re.match(r"[-+]?\d|/", cells[0]):  # a header row of keys over a row of values
+            out.append(", ".join(f"{h} = {c}" for h, c in zip(header, cells, strict=True)))
         elif len(cells) > 2 and labelled:
             out.append(f"{cells[0]}: " + ", ".join(f"{h} = {c}" for h, c in zip(header[1:], cells[1:], strict=True)))
         else:
@@ -142,8 +144,59 @@ def glued(text: str) -> tuple[str, list[str]]:
     return text, read
 
 
+# "Q: how many players? A: 8" -> "players: 8"; "who learns?" asks which roles train
+_QA = re.compile(r"^([ \t]*)(?:Q|问)[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)[ \t]*[:：.][ \t]*(\S.*)$",
+                 re.MULTILINE)
+_ASKED = r"^(?:how many|how much|which|what(?: is| are)?(?: the)?|number of|几个|几张|多少|哪个)\s*"
+# "players (total): 7", "GPUs (H100): 4": an aside without a number of its own between a key and its colon
+_ASIDE_KEY = re.compile(r"^([ \t]*(?:[A-Za-z][\w -]{0,30}?\b)?(?:players?|spies|wolves|werewolves|villagers|civilians|size|"
+                        r"batch|gpus?|cards|lr|rate|steps|tokens|samples|temperature|rounds|days|turns|port|path|model)"
+                        r"|玩家|卧底|平民|狼人|村民|人数|显卡|卡数|步数|学习率|温度)"
+                        r"[ \t]*[(（](?:[^()（）\n\d]|(?<=[A-Za-z])\d+)*[)）][ \t]*(?=[:：=])", re.MULTILINE | re.IGNORECASE)
+# "NUM_PLAYERS=8", "export MODEL_PATH=/m/q7b": settings in upper case (never a *_URL, *_KEY or *_TOKEN variable)
+_CAPS_KEY = re.compile(r"^([ \t]*)(?:export[ \t]+)?((?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*))(?<!_URL)(?<!_KEY)(?<!_TOKEN)"
+                       r"(?<!_SECRET)[ \t]*=[ \t]*(?=(?:-?\d[\d.]*(?:e-?\d+)?|/\S+|\.{1,2}/\S+)[ \t]*$)", re.MULTILINE)
+# "2 servers x 4 GPUs": that many GPUs for each server
+_SERVERS_TIMES = re.compile(r"\b(\d+|two|both)[ \t]*(servers?|服务器)[ \t]*[x×*][ \t]*(\d+)[ \t]*(gpus?|cards?|卡)",
+                            re.IGNORECASE)
+# "- batch_size: 32" then "+ batch_size: 16": a diff's old line and its new one; the new value stands
+_DIFF = re.compile(r"^[ \t]*-[ \t]+([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]+(?=\1[ \t]*\2)", re.MULTILINE)
+# "Batch — 16", "Detector — /m/q14b — 4 GPUs": a dash before a value is a key's colon, the next ones commas
+_DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
+
+
+def key_lines(text: str) -> tuple[str, list[str]]:
+    """Question-and-answer lines, asides before a key's colon, upper-case settings, a diff's old and new lines
+    (the new one stays) and dashes before values as "key: value" parts; (text, notes)."""
+    notes = []
+
+    def answer(m: re.Match) -> str:
+        key = re.sub(_ASKED, "", m.group(2).strip(), flags=re.IGNORECASE)
+        key = re.sub(r"^(?:who|which roles?)\s+(?:learns?|trains?|is trained|are trained|train)$", "trainable", key,
+                     flags=re.IGNORECASE)
+        return f"{m.group(1)}{key}: {m.group(3)}"
+
+    for pattern, replace, what in ((_QA, answer, "question-and-answer line(s) as 'question: answer'"),
+                                   (_ASIDE_KEY, r"\1", "aside(s) between a key and its colon as the key's"),
+                                   (_CAPS_KEY, lambda m: f"{m.group(1)}{m.group(2).lower()}=",
+                                    "upper-case setting(s) ('NUM_PLAYERS=8') as settings"),
+                                   (_DIFF, "", "diff pair(s) ('- key: old' then '+ key: new') as the new value"),
+                                   (_SERVERS_TIMES, r"\1 \2 with \3 \4 each", "'N servers x M GPUs' as M GPUs each")):
+        text, count = pattern.subn(replace, text)
+        if count:
+            notes.append(f"Read {count} {what}.")
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        parts = _DASH.split(line)
+        if len(parts) > 1 and not re.search(r"[:：=]", parts[0]):
+            lines[i] = parts[0] + ": " + ", ".join(parts[1:])
+            notes += [] if any("dash" in n for n in notes) else ["Read a dash before a value ('Batch — 16') as a colon."]
+    return "\n".join(lines), notes
+
+
 def expand_terse(text: str) -> tuple[str, list[str]]:
     """(the text with tables, flags, inline assignments and terse tokens as "key: value" parts, notes)."""
+    text, said = key_lines(text)
     text, blocks = json_blocks(text)
     text, servers = server_blocks(text)
     text, rows = tables(text)
@@ -158,7 +211,7 @@ def expand_terse(text: str) -> tuple[str, list[str]]:
         (rows, "Read {} markdown table row(s) as 'key: value' lines."),
         (pipes, "Read the {} ' | ' separator(s) as commas."),
         (count, "Read {} command-line flag(s) ('--key value') as settings.")) if n]
-    return text, notes + ([f"Read terse tokens {', '.join(read)}."] if read else [])
+    return text, said + notes + ([f"Read terse tokens {', '.join(read)}."] if read else [])
 
 
 VOCABULARY = (

@@ -48,7 +48,8 @@ TOKEN = re.compile(rf"(?P<path>{_PATH})|(?P<env>{_ENV})|(?P<model>{MODEL_NAME})|
 # "7B"-style sizes, ordinals ("第 3 轮"), ranges inside rule prose are not ignored.
 _ROLE_REF = r"(?:agent|server|服务器|智能体|optional|step|stage|phase|player|seat|玩家|座位|team|第)\s*#?"
 IGNORED_NUMBER = re.compile(r"(?:agents?|智能体)\s*\d+\s*(?:和|与|、|,|&|and|\+|/)\s*\d+|"  # "agents 1 and 3"
-                            rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
+                            r"\bsame\s+(?:model\s+)?as\s+(?:agent\s+|#)?\d+\b|"  # "final translator: same as 1"
+                            rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|^\s*[(（]\d+[)）]|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
                             r"|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE | re.MULTILINE)
 REPORT_WIDTH = 80  # an unparsed entry longer than this is cut down to the part around its fact
 _CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s|$)")
