@@ -27,18 +27,21 @@ from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|选手|辩手|棋手|参赛者|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
 _LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(?:agent|player|model|seat)|trainable\s+"
-            r"(?:agent|player|model|seat)|our\s+(?:agent|model)|学习者|训练的?(?:智能体|模型|一方|玩家))")
+            r"(?:agent|player|model|seat)|our\s+(?:agent|model)|学习者|训练的?(?:智能体|模型|一方|玩家)|我们的模型)"
+            r"(?:\s*[(（][^()（）\n]{0,40}[)）]|\s+\.{0,2}/[\w./-]+)?")  # "our model (/m/q3b, 1 GPU) is player 2"
 # "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "学习者后手"
 SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|takes|is\s+in|is|gets|in|[:：=])?\s*"
         rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走|[:：=])?\s*"
-        rf"(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
+        rf"(?:[红黑白]\s*(?:方|棋)?\s*)?(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
 PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+)"
 # "模型自己下后手", "我方先手": the learner's side said of 'ourselves'
 OWN_SIDE = r"(?:自己|我方|我们(?:的模型)?)\s*(?:下|执|走|是)?\s*(?:[红黑白]\s*(?:方|棋)?)?\s*(先手|后手)"
-# "draw 0", "a draw gives the learner 0", "ties score 0.5", "平局 0"
-DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局)\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|are|scores?|gets|pays|->|→|为|得)?\s*"
-        r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|\w|%)")
+# "draw 0", "a draw gives the learner 0", "ties score 0.5", "draw counts as 0.2", "平局 0", "平 0"; "0 for a draw"
+DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*"
+        r"(?:gives|=|:|：|is|are|scores?|gets|pays|counts\s+as|is\s+worth|->|→|为|得)?\s*"
+        r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|\w|%)"
+        r"|(?<![\w.])([-+]?\d+(?:\.\d+)?)\s+for\s+(?:a\s+)?(?:draw|tie)\b")
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
@@ -125,7 +128,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     game_parameter(facts, game, "learner_seat", learner_seat(facts), notes, manifest, "learner seat (-1: drawn every episode)")
     draw = facts.src.search(DRAW, mark=False)
-    game_parameter(facts, game, "draw_reward", draw and Found(float(draw.group(1)), *draw.span()), notes,
+    game_parameter(facts, game, "draw_reward", draw and Found(float(draw.group(1) or draw.group(2)), *draw.span()), notes,
                    manifest, "draw reward (null: a draw is a loss)")
     seats = game.get("num_players", manifest.parameters["num_players"].default)
     if game.get("learner_seat", -1) >= seats:

@@ -37,7 +37,7 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\bback\s+then\b|\bin\s+the\s+past\b|\bwhen\s+(?:i|we)\s+(?:did|ran|tried|trained|used|had)\b|"
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b|\bin\s+v\d+\b|"
        r"\b(?:my|our|the)\s+(?:last|previous|earlier|first|old)\s+(?:attempt|try|version|round of experiments)\b")
-_ZH = r"\bv\d+\s*(?:的时候|时)|那时候?|上一?次|上一?回|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时"
+_ZH = r"\bv\d+\s*(?:的时候|时)|那时候?|上一?次|上一?回|上一?版|上个版本|旧版|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时"
 MARKER = re.compile(rf"{_EN}|{_ZH}", re.IGNORECASE)
 # Markers that close their part ("PPO on a different project", "10 players a year ago"): the part starts before
 # them, at the start of their comma part; every other marker starts its part ("上周那版 lr 太大", "last time ...")

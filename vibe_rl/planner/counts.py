@@ -41,6 +41,8 @@ _GROUP_NOUNS = r"players?|seats?|agents?|people|participants|persons"
 # "2 of the 6 players are spies", "1 out of 5 players is the spy" (the role word follows the verb)
 _OF_THE = re.compile(rf"\b{NUM}\s+(?:out\s+)?of\s+(?:the\s+|all\s+|all\s+the\s+)?{NUM}\s+({_GROUP_NOUNS})\s+"
                      r"(are|is|will be|play|plays)\b", re.IGNORECASE)
+_OF_THEM = re.compile(rf"\b{NUM}\s+of\s+them\s+(?=spies\b|spy\b|werewol|wolves\b|undercover\b)",
+                      re.IGNORECASE)
 _TWO_SEATS = re.compile(r"(?<![\d一二三四五六七八九十百])(?:两|二|双)\s*人\s*(?=对局|对战|对弈|博弈|游戏|比赛|局)")
 
 
@@ -97,11 +99,14 @@ def rewrite_counts(text: str) -> tuple[str, list[str]]:
         return f"{m.group(2)} {m.group(3)}, {m.group(1)} of whom {m.group(4)}"
 
     text = _OF_THE.sub(of_the, text)
+    text = _OF_THEM.sub(r"\1 of whom are ", text)  # "eight players, two of them spies"
     text, seats = _TWO_SEATS.subn("2 名玩家", text)
     if seats:
         notes.append("Read '两人' / '双人' (two-person game) as 2 players.")
     text, bare = _BARE_PEOPLE.subn(lambda m: f"{m.group(1)}{m.group(2)} 名玩家", text)
     text, standard = re.subn(r"(\d+)\s*人\s*标准(局|场|板)", r"\1 名玩家标准\2", text)  # "9 人标准局"
+    text, spoken = re.subn(r"(\d+)\s*个人(?=那种|的局)", r"\1 名玩家", text)  # "12个人那种"
+    standard += spoken
     if bare + standard:
         notes.append("Read a bare 'N 人' (alone in its part or before a role count, '6 人 1 卧底') as N players.")
     return text, notes
