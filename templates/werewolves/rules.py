@@ -1,12 +1,8 @@
 """Offline planner rules of the werewolves family (loaded by file path; `build(facts, manifest) -> TaskSpec`).
 
-The role table is the `roles` parameter (standard: 3 werewolves, seer, witch, hunter, 3 villagers); the spec's
-role counts and player count set it (`role_table` states how). Which roles train and which play a static model
-is read per clause segment (split at commas): a segment naming roles with "trainable / share" puts them on the
-trainable server; one with "static / frozen / played by" or a static model's name puts them on that model;
-a segment naming roles without either takes the next segment's side ("the hunter, the witch and the
-villagers are played by ..."). With no such statement the seed's split is used (and noted), less any role the
-table seats none of; a trainable role without a seat, like an unplayable table, is a PlannerError.
+The role table is the `roles` parameter (standard: 3 werewolves, seer, witch, hunter, 3 villagers), set by the
+spec's role counts and player count (`role_table`); `split_roles` reads which roles train and which play a
+static model; an unplayable table is a PlannerError.
 """
 
 from __future__ import annotations
@@ -14,18 +10,7 @@ from __future__ import annotations
 import re
 
 from vibe_rl.errors import PlannerError
-from vibe_rl.planner.common import (
-    constraints,
-    first_server,
-    game_parameter,
-    planned_modes,
-    reward,
-    short_name,
-    static_note,
-    static_opponent,
-    tabled,
-    training,
-)
+from vibe_rl.planner import common
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.table import Row
 from vibe_rl.planner.text import NUM, to_int
@@ -89,7 +74,7 @@ def roles_in(text: str) -> list[str]:
 COUNT_WORDS = {**ROLE_WORDS, "werewolf": ROLE_WORDS["werewolf"].replace("[人杀]", "[人杀王]"),
                "villager": ROLE_WORDS["villager"] + r"|(?<![平村])民(?![间主族])"}  # "4狼4民"
 # "2神" / "2 gods": that many of seer, witch and hunter ("3狼3民2神")
-GOD_COUNT = r"神职?(?!民)|\bgods?\b|\bgod roles?\b|\bpower roles?\b"
+GOD_COUNT = r"神职?(?!民)|\bgods?\b|\bpower roles?\b"
 _SEAT = r"[ \t]*(?:名|个|位|张)?[ \t]*"  # within a line: "RL v2\nPlayers: 8" holds no "2 players"
 # A role count right after a game action is the action's object, not the table ("kill one villager").
 ACTION_WORDS = (r"(?:kill|attack|check|save|poison|vote|banish|eliminat\w*|shoot|choose|pick|target)s?\s+(?:\w+\s+)?$|"
@@ -100,7 +85,6 @@ PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:�
                 rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}"
                 rf"|^[ \t]*players\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
-# a YAML "roles:" block is the whole table
 ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
 PLURAL = {"werewolf": "werewolves", "witch": "witches"}
 
@@ -231,14 +215,7 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
             f"'{seated} players'.")
     if kept:
         notes.append(f"The spec does not count the {_and(kept)}: 1 seat each (say 'no {kept[0]}' to leave one out).")
-    check_table(roles)
-    notes.append(f"Seats {seated} players: {_seats(roles)} (game.roles).")
-    return roles
-
-
-def check_table(roles: dict[str, int]) -> None:
-    """A table the game cannot be played with is a PlannerError naming the fix."""
-    seated, wolves = sum(roles.values()), roles.get("werewolf", 0)
+    wolves = roles["werewolf"]  # a table the game cannot be played with:
     if wolves < 1:
         raise PlannerError("The role table seats no werewolf: the village would win before the first night. Give "
                            "at least 1 werewolf (e.g. '2 werewolves').")
@@ -252,6 +229,8 @@ def check_table(roles: dict[str, int]) -> None:
         raise PlannerError(f"The role table seats {wolves} werewolves against {seated - wolves} other players "
                            f"({_seats(roles)}): the werewolves would already have won. Seat fewer werewolves or more "
                            f"villagers (at least {2 * wolves + 1} players for {wolves} werewolves).")
+    notes.append(f"Seats {seated} players: {_seats(roles)} (game.roles).")
+    return roles
 
 
 # Side split: which seated roles train, which play the static model and which the frozen local copy.
@@ -298,10 +277,12 @@ def _segment(segment: str, seats: dict[str, int], names: list[str]) -> tuple[lis
 
 
 def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str], list[str]]:
-    """(trainable roles, static roles, the static roles that play the frozen local copy) in seat-table order; the
-    default split leaves out roles without a seat. A part that states the seat table only describes the game, a
-    role said to have no seat ("不要猎人", "no hunter") is given no side, and "everyone else" / "the rest" / "其余"
-    / "其他" in a part takes the seated roles no other part gives a side."""
+    """(trainable roles, static roles, the static roles that play the frozen local copy) in seat-table order,
+    read per comma part of each line (`_segment`: what a part's words do); roles named in a part without a
+    side take the next part's ("the hunter, the witch and the villagers are played by ..."). A role said to
+    have no seat ("不要猎人", "no hunter") gets no side; "everyone else" / "the rest" / "其余" / "其他" in a part
+    takes the seated roles no other part gives a side. With no side stated the werewolves and the seer train
+    (noted), less a role the table seats none of; a trainable role without a seat is a PlannerError."""
     sides: dict[str, set[str]] = {"trainable": set(), "static": set(), "copy": set()}
     rest: str | None = None
     names = [m.name.lower() for _, m in facts.static_models]
@@ -345,24 +326,23 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
 COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
 
 
-def _by_side(roles: list[str]) -> tuple[tuple[str, list[str]], tuple[str, list[str]]]:
-    wolves = [r for r in roles if r == "werewolf"]
-    return ("werewolves", wolves), ("village", [r for r in roles if r not in wolves])
-
-
 def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str]) -> list[Team]:
-    """One team per trainable side (its own episode and reward; the village's is "seer" when only the seer
-    trains) plus the static roles by side and model: the roles in `copy` play the frozen local copy
-    ('opponent'), the other static roles `static_name`."""
-    teams = [Team(name="seer" if roles == ["seer"] else side, roles=roles, model="server1")
-             for side, roles in _by_side(trainable) if roles]
+    """One team per side of the trainable roles (own episode and reward; the village's is "seer" when only the
+    seer trains), then per side and model of the static roles (a taken name gets "_static", then "_opponent"):
+    the roles in `copy` play the frozen local copy ('opponent'), the others `static_name`."""
     copied = [r for r in static if r in copy or static_name == COPY]
-    for model, mine in ((static_name, [r for r in static if r not in copied]), (COPY, copied)):
-        for side, roles in _by_side(mine):
-            if roles:
+    teams: list[Team] = []
+    groups = [(True, "server1", trainable), (False, static_name, [r for r in static if r not in copied]),
+              (False, COPY, copied)]
+    for trained, model, roles in groups:
+        village = [r for r in roles if r != "werewolf"]
+        sides = (("werewolves", [r for r in roles if r == "werewolf"]),
+                 ("seer" if trained and village == ["seer"] else "village", village))
+        for side, mine in sides:
+            if mine:
                 taken = {t.name for t in teams}
                 name = next(n for n in (side, f"{side}_static", f"{side}_{COPY}") if n not in taken)
-                teams.append(Team(name=name, roles=roles, model=model))
+                teams.append(Team(name=name, roles=mine, model=model))
     return teams
 
 
@@ -378,40 +358,40 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         game["win_rule"] = "side"
     elif not facts.src.search(PARITY_WORDS):
         notes.append("Win rule not given: werewolves win at parity (win_rule = parity).")
-    days = tabled(facts, "max_days", manifest, notes)  # else a round of Werewolves is one night and one day:
-    if days is None and (days := tabled(facts, "max_days", manifest, notes, [ROUNDS_AS_DAYS])) is not None:
+    days = common.tabled(facts, "max_days", manifest, notes)  # else rounds: a round is one night and one day
+    if days is None and (days := common.tabled(facts, "max_days", manifest, notes, [ROUNDS_AS_DAYS])):
         notes.append(f"Read the spec's {days.value} rounds as the day limit (a round is a night and a day).")
-    game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
-    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
+    common.game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
+    common.game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     game = manifest.resolve_parameters(game)
     trainable, static, copy = split_roles(facts, notes, seats)
-    model = static_opponent(facts, notes, "the static roles")
+    model = common.static_opponent(facts, notes, "the static roles")
     teams = teams_for(trainable, static, model.name, copy)
     statics = [m for m in {model.name: model, COPY: StaticModel(name=COPY)}.values()
                if any(t.model == m.name for t in teams)]
     for m in statics:
-        static_note(facts, m, notes)
+        common.static_note(facts, m, notes)
     if copy and model.name != COPY:
         notes.append(f"The {_and([PLURAL.get(r, r + 's') for r in copy])} play '{COPY}', a frozen local copy "
                      f"of the trainable model, as the spec says; the other static roles play {model.name}.")
-    model_path, port, server_gpus, total = first_server(facts, notes)
+    model_path, port, server_gpus, total = common.first_server(facts, notes)
     if len([t for t in teams if t.model == "server1"]) > 1:
         notes.append("The trainable teams sit on opposite sides: each game opens one episode per team on server1, "
                      "rewarded for that team's side (GRPO groups '<seed>-<team>').")
     server = Server(name="server1", port=port, model_path=model_path, gpus=server_gpus, config="config.yaml",
                     url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])
-    modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
-                                       servers=["server1"], rewarded={"server1": teams[0].name},
-                                       gpus={"server1": server_gpus})], notes)
+    mode = Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
+                rewarded={"server1": teams[0].name}, gpus={"server1": server_gpus})
+    modes = common.planned_modes(facts, [mode], notes)
     return TaskSpec(
-        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
+        family=manifest.name, name=manifest.name, short_name=common.short_name(facts, manifest, notes),
         title=(f"Werewolves: GRPO with a shared {'/'.join(trainable)} model" if len(trainable) > 1 else
                (f"Werewolves: GRPO for the {trainable[0]}" if trainable else "Werewolves: GRPO")),
         description=(f"Train the {_and(trainable) or 'no role'} of a {sum(seats.values())}-player Werewolves "
                      f"game on one shared model ({model_path}) against the {_and(static) or 'nobody'} played "
                      f"by {_and([m.name for m in statics]) or model.name}."),
         gpus=total, game=game, teams=teams, servers=[server], static_models=statics,
-        training=training(facts, notes, batch_size=32, grpo_n=6, temperature=0.7), modes=modes,
-        reward=reward(facts, notes, per=" (per side)"), constraints=constraints(facts, notes, random_ids=True),
-        notes=notes,
+        training=common.training(facts, notes, batch_size=32, grpo_n=6, temperature=0.7), modes=modes,
+        reward=common.reward(facts, notes, per=" (per side)"),
+        constraints=common.constraints(facts, notes, random_ids=True), notes=notes,
     )
