@@ -53,11 +53,11 @@ def without_game_name(text: str) -> str:
     """The text with each mention of "werewolves" that names the game blanked out (same length)."""
     out = list(text)
     for m in re.finditer(GAME_NAME, text, re.IGNORECASE | re.MULTILINE):
-        group = next(i for i in (1, 2, 3, 4) if m.group(i))
-        if group == 4 and re.search(r"(?:train\w*|static|frozen|learners?|roles?|sides?|训练\w*|静态|角色)\s*[:：]\s*$",
-                                    text[:m.start(group)], re.IGNORECASE):
+        a, b = m.span(m.lastindex)  # the one group that matched
+        if m.lastindex == 4 and re.search(r"(?:train\w*|static|frozen|learners?|roles?|sides?|训练\w*|静态|角色)"
+                                          r"\s*[:：]\s*$", text[:a], re.IGNORECASE):
             continue  # "trainable: werewolves, seer": the role
-        out[m.start(group):m.end(group)] = " " * (m.end(group) - m.start(group))
+        out[a:b] = " " * (b - a)
     return "".join(out)
 
 
@@ -233,9 +233,8 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
     return roles
 
 
-# Side split: which seated roles train, which play the static model and which the frozen local copy.
-# A side named as a whole ("好人阵营", "the village side", "the good guys"; "狼人阵营", "the werewolf side") stands
-# for its seated roles; "神职" / "the gods" for the seer, witch and hunter.
+# Side split: which seated roles train, which play the static model and which the frozen local copy. A side
+# named as a whole stands for its seated roles: the village ("好人阵营", "the good guys"), the gods ("神职").
 VILLAGE_SIDE = (r"好人|神民|村庄阵营|平民阵营|\bvillage(?:rs?'?)?\s+(?:side|team|camp|faction)\b|\bthe\s+village\b(?!r)|"
                 r"\bgood\s+(?:guys|side|team|camp|players)\b|\btown(?:sfolk|\s+side)\b")
 GOD_SIDE = r"神职|\bgod roles\b|\bpower roles\b|\bthe\s+gods\b(?!\s+(?:or|and)\b)"
