@@ -304,7 +304,7 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
             sides[listed].update(pending)
     if rest is not None:
         sides[rest].update(r for r in ROLES if seats.get(r) and not any(r in side for side in sides.values()))
-    trainable, copy = sides["trainable"], sides["copy"] - sides["trainable"]
+    trainable = sides["trainable"]
     if not any(sides.values()):
         trainable = {r for r in ("werewolf", "seer") if seats.get(r)}
         notes.append("The spec does not say which roles train: " + (
@@ -319,7 +319,7 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
                            f"({_seats(seats)}): give the {role} a seat, or leave it out of the trainable "
                            "roles.")
     static = [r for r in ROLES if r not in trainable]
-    return [r for r in ROLES if r in trainable], static, [r for r in static if r in copy]
+    return [r for r in ROLES if r in trainable], static, [r for r in static if r in sides["copy"]]
 
 
 COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
