@@ -1,12 +1,8 @@
 """Offline planner rules of the werewolves family (loaded by file path; `build(facts, manifest) -> TaskSpec`).
 
-The role table is the `roles` parameter (standard: 3 werewolves, seer, witch, hunter, 3 villagers); the spec's
-role counts and player count set it (`role_table` states how). Which roles train and which play a static model is read
-per clause segment (split at commas): a segment naming roles with "trainable / share" puts them on the
-trainable server; one with "static / frozen / played by" or a static model's name puts them on that model;
-a segment naming roles without either takes the next segment's side ("the hunter, the witch and the
-villagers are played by ..."). With no such statement the seed's split is used (and noted), less any role the
-table seats none of; a trainable role without a seat, like an unplayable table, is a PlannerError.
+The role table is the `roles` parameter (standard: 3 werewolves, seer, witch, hunter, 3 villagers), set by the
+spec's role counts and player count (`role_table`); `split_roles` reads which roles train and which play a
+static model; an unplayable table is a PlannerError.
 """
 
 from __future__ import annotations
@@ -14,18 +10,7 @@ from __future__ import annotations
 import re
 
 from vibe_rl.errors import PlannerError
-from vibe_rl.planner.common import (
-    constraints,
-    first_server,
-    game_parameter,
-    planned_modes,
-    reward,
-    short_name,
-    static_note,
-    static_opponent,
-    tabled,
-    training,
-)
+from vibe_rl.planner import common
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.table import Row
 from vibe_rl.planner.text import NUM, to_int
@@ -41,18 +26,18 @@ ROLE_WORDS = {
     "villager": r"平民|村民|\bvillagers?\b",
 }
 ROLES = list(ROLE_WORDS)
-TRAINABLE_WORDS = (r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|\b(?:are|is|get) trained\b|"
-                   r"(?<![-\w])(?<!not )(?<!n't )(?<!never )trained\b|"
-                   r"\btrain(?:s|ing)?\b(?! (?:for|until|goals?)\b)(?! on\b(?! \.{0,2}/))")
+GODS = ["seer", "witch", "hunter"]
+TRAINABLE_WORDS = (r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|(?<![-\w])(?<!not )(?<!n't )(?<!never )"
+                   r"trained\b|\btrain(?:s|ing)?\b(?! (?:for|until|goals?)\b)(?! on\b(?! \.{0,2}/))")
 STATIC_WORDS = (r"静态|冻结|\bstatic\b|\bfrozen\b|\bnot\s+(?:be\s+)?train(?:ed|able)\b|\b(?:don'?t|do not|never)\s+"
                 r"train\b|不训练|不参与训练|不参加训练")
 PLAYED_BY_WORDS = r"扮演|驱动|控制|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by|\buses?\b|使用"
 SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"
 PARITY_WORDS = (r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)|"
                 r"\b(?:equal|match|outnumber)(?:s|es)?\b(?: (?:in number|the number of))?|人数相等|持平|parity")
+# roles of other Werewolves variants, which the family has no seat for
 OTHER_ROLES = (r"守卫|白痴|丘比特|骑士|警长|白狼王|狼王|混血儿|\b(?:body)?guard\b|\bidiot\b|\bcupid\b|\bknight\b|"
-               r"\bdoctor\b|\bbodyguard\b|\bsheriff\b|\bwolf king\b|\bwhite wolf\b")
-DEFAULT_TRAINABLE = ["werewolf", "seer"]
+               r"\bdoctor\b|\bsheriff\b|\bwolf king\b|\bwhite wolf\b")
 ROUNDS_AS_DAYS = Row("max_days", en=(r"max[\s_-]*rounds",), zh=("轮数",), after=("rounds?", "轮"))  # table row
 # "Werewolves" as the game's name, not the role: at the start of the spec or a line ("Werewolves with the seer
 # trainable", "# Werewolf RL"), or with a game word ("a werewolf game", "the game of werewolves").
@@ -68,11 +53,11 @@ def without_game_name(text: str) -> str:
     """The text with each mention of "werewolves" that names the game blanked out (same length)."""
     out = list(text)
     for m in re.finditer(GAME_NAME, text, re.IGNORECASE | re.MULTILINE):
-        group = next(i for i in (1, 2, 3, 4) if m.group(i))
-        if group == 4 and re.search(r"(?:train\w*|static|frozen|learners?|roles?|sides?|训练\w*|静态|角色)\s*[:：]\s*$",
-                                    text[:m.start(group)], re.IGNORECASE):
+        a, b = m.span(m.lastindex)  # the one group that matched
+        if m.lastindex == 4 and re.search(r"(?:train\w*|static|frozen|learners?|roles?|sides?|训练\w*|静态|角色)"
+                                          r"\s*[:：]\s*$", text[:a], re.IGNORECASE):
             continue  # "trainable: werewolves, seer": the role
-        out[m.start(group):m.end(group)] = " " * (m.end(group) - m.start(group))
+        out[a:b] = " " * (b - a)
     return "".join(out)
 
 
@@ -86,11 +71,10 @@ def roles_in(text: str) -> list[str]:
 
 # A count of a role: "3 werewolves", "4狼", "两个狼人", "one witch", "werewolves: 4", "平民×4". "wolves" counts
 # the werewolves here only ("7 players, 2 wolves"), never "wolf king" or a tmux name like wolf-swarm-server.
-COUNT_WORDS = {**ROLE_WORDS, "werewolf": r"狼人(?!杀)|狼(?![人杀王])|werewol(?:f|ves)|\bwol(?:f|ves)\b(?![-\w]| king)",
+COUNT_WORDS = {**ROLE_WORDS, "werewolf": ROLE_WORDS["werewolf"].replace("[人杀]", "[人杀王]"),
                "villager": ROLE_WORDS["villager"] + r"|(?<![平村])民(?![间主族])"}  # "4狼4民"
 # "2神" / "2 gods": that many of seer, witch and hunter ("3狼3民2神")
-GOD_COUNT = r"神职?(?!民)|\bgods?\b|\bgod roles?\b|\bpower roles?\b"
-GODS = ["seer", "witch", "hunter"]
+GOD_COUNT = r"神职?(?!民)|\bgods?\b|\bpower roles?\b"
 _SEAT = r"[ \t]*(?:名|个|位|张)?[ \t]*"  # within a line: "RL v2\nPlayers: 8" holds no "2 players"
 # A role count right after a game action is the action's object, not the table ("kill one villager").
 ACTION_WORDS = (r"(?:kill|attack|check|save|poison|vote|banish|eliminat\w*|shoot|choose|pick|target)s?\s+(?:\w+\s+)?$|"
@@ -101,7 +85,6 @@ PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:�
                 rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}"
                 rf"|^[ \t]*players\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
-# a YAML "roles:" block is the whole table
 ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
 PLURAL = {"werewolf": "werewolves", "witch": "witches"}
 
@@ -111,53 +94,46 @@ def _seats(roles: dict[str, int]) -> str:
     return _and([f"{n} {role if n == 1 else PLURAL.get(role, role + 's')}" for role, n in roles.items() if n])
 
 
-def _counts_in(facts: Facts, text: str) -> dict[str, list[tuple[int, re.Match]]]:
+def _counts_in(text: str) -> dict[str, list[tuple[int, re.Match]]]:
     """Role -> (count, match) for every count and every "no <role>" the text states."""
     found: dict[str, list[tuple[int, re.Match]]] = {role: [] for role in ROLES}
     for role, pattern in COUNT_WORDS.items():
-        forms = (rf"{NUM}{_SEAT}(?:{pattern})",
-                 rf"(?:{pattern})[ \t]*(?:[:：=×xX*][ \t]*{NUM}(?:[ \t]*(?:名|个|位|人)(?!局))?|{NUM}[ \t]*(?:名|个|位|人)(?!局))")
-        for form in forms:
+        for form in (rf"{NUM}{_SEAT}(?:{pattern})", rf"(?:{pattern})[ \t]*(?:[:：=×xX*][ \t]*{NUM}"
+                     rf"(?:[ \t]*(?:名|个|位|人)(?!局))?|{NUM}[ \t]*(?:名|个|位|人)(?!局))"):
             for m in re.finditer(form, text, re.IGNORECASE):
-                number = next(g for g in m.groups() if g)
                 before = text[text.rfind("\n", 0, m.start()) + 1:m.start()][-24:]
-                if re.search(ACTION_WORDS, before, re.IGNORECASE):
-                    continue
-                found[role].append((to_int(number), m))
+                if not re.search(ACTION_WORDS, before, re.IGNORECASE):
+                    found[role].append((to_int(next(g for g in m.groups() if g)), m))
     roles_re = "|".join(f"(?:{p})" for p in COUNT_WORDS.values())
     neg = rf"{NEGATION}\s*(?:an?\s+|the\s+|any\s+)?(?:{roles_re})(?:{_LIST_SEP}(?:{roles_re}))*"
     for m in re.finditer(neg, text, re.IGNORECASE):
-        if re.match(r"\s+(?:is|are|was|trains?|learns?|gets?|uses?|plays?|can|may|will|should)\b", text[m.end():],
-                    re.IGNORECASE):
-            continue  # "no villager is trained": not the table
-        for role in roles_in(m.group()) + (["werewolf"] if re.search(r"\bwol(?:f|ves)\b", m.group(), re.I) else []):
-            found[role].append((0, m))
+        if not re.match(r"\s+(?:is|are|was|trains?|learns?|gets?|uses?|plays?|can|may|will|should)\b",
+                        text[m.end():], re.IGNORECASE):  # "no villager is trained": not the table
+            wolves = ["werewolf"] if re.search(r"\bwol(?:f|ves)\b", m.group(), re.I) else []
+            for role in roles_in(m.group()) + wolves:
+                found[role].append((0, m))
     return found
 
 
-def listed_gods(text: str, counts: dict[str, list[tuple[int, re.Match]]]) -> list[str]:
-    """Seer, witch or hunter named without a number on a line that counts roles ("4狼、预言家、女巫、猎人、4平民",
-    "2 werewolves, a seer, 3 villagers"): one seat each."""
-    lines = {(text.rfind("\n", 0, m.start()) + 1, (text.find("\n", m.end()) + 1 or len(text) + 1) - 1)
-             for found in counts.values() for n, m in found if n}
-    return [role for role in ("seer", "witch", "hunter") if not counts[role]
-            and any(re.search(ROLE_WORDS[role], text[a:b], re.IGNORECASE) for a, b in lines)]
+def _once(facts: Facts, found: list[tuple[int, re.Match]], what: str, count: str = "count") -> int | None:
+    """The one number the (number, match) pairs state, its matches marked; two numbers are a PlannerError."""
+    values = sorted({n for n, _ in found})
+    if len(values) > 1:
+        raise PlannerError(f"The spec gives {' and '.join(map(str, values))} {what}: state the {count} once.")
+    for _, m in found:
+        facts.src.mark(*m.span())
+    return values[0] if values else None
 
 
 def gods_seats(facts: Facts, text: str, given: dict[str, int], notes: list[str]) -> None:
     """A count of gods ("3狼3民2神", "2 gods") seats that many of seer, witch and hunter: the ones the spec names
     ("2神（预言家、女巫）"), else the first ones in that order; the others get no seat. Every god then counts as
     given. More named gods than the count, or more gods than the family has, is a PlannerError."""
-    counts = [(to_int(m.group(1)), m)
-              for m in re.finditer(rf"{NUM}{_SEAT}(?:{GOD_COUNT})", text, re.IGNORECASE)]
-    values = sorted({n for n, _ in counts})
-    if not values:
+    gods = _once(facts, [(to_int(m.group(1)), m)
+                         for m in re.finditer(rf"{NUM}{_SEAT}(?:{GOD_COUNT})", text, re.IGNORECASE)], "gods")
+    if gods is None:
         return
-    if len(values) > 1:
-        raise PlannerError(f"The spec gives {' and '.join(map(str, values))} gods: state the count once.")
-    for _, m in counts:
-        facts.src.mark(*m.span())
-    gods, named = values[0], [g for g in GODS if given.get(g)]
+    named = [g for g in GODS if given.get(g)]
     seats = sum(given[g] for g in named)
     free = [g for g in GODS if g not in given]
     if seats > gods or seats + len(free) < gods:
@@ -176,54 +152,44 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
     """The seats the spec asks for, read from per-role counts and a total player count.
 
     A role count is a number before the role ("3 werewolves", "4狼", "两个狼人", "one witch") or after it
-    ("werewolves: 4", "平民 4 名"); "no hunter" / "without a witch" / "没有猎人" / "不要女巫" seat 0. A number
-    right after a game action ("kill one villager") and a player count below 3 ("投票放逐一名玩家") are rule
-    wording, not the table. Roles not named keep the standard count (1 seer, 1 witch, 1 hunter); with a total
-    ("12 players", "12人局") and no werewolf count, a third of the table are werewolves; villagers fill the
-    remainder unless their count is given, and then the counts must add up to the total (when the named roles
-    alone fill it, "8 players: 2 wolves, seer, witch, 4 villagers", unnamed gods get no seat). Every number read is
-    marked; a role given two different counts, a contradiction or an unplayable table is a PlannerError that
-    names the fix.
+    ("werewolves: 4", "平民 4 名"); "no hunter" / "without a witch" / "没有猎人" / "不要女巫" seat 0; a seer,
+    witch or hunter named without a number on a line that counts roles ("4狼、预言家、女巫、猎人、4平民",
+    "2 werewolves, a seer, 3 villagers") seats 1. A number right after a game action ("kill one villager") and
+    a player count below 3 ("投票放逐一名玩家") are rule wording, not the table. Roles not named keep the
+    standard count (1 seer, 1 witch, 1 hunter); with a total ("12 players", "12人局") and no werewolf count, a
+    third of the table are werewolves; villagers fill the remainder unless their count is given, and then the
+    counts must add up to the total (when the named roles alone fill it, "8 players: 2 wolves, seer, witch,
+    4 villagers", unnamed gods get no seat). Every number read is marked; a role given two different counts,
+    a contradiction or an unplayable table is a PlannerError that names the fix.
     """
     standard: dict[str, int] = dict(manifest.parameters["roles"].default)
     text = without_game_name(facts.text)
+    found = _counts_in(text)
     given: dict[str, int] = {}
-    found = _counts_in(facts, text)
     for role, counts in found.items():
-        values = sorted({n for n, _ in counts})
-        if len(values) > 1:
-            raise PlannerError(f"The spec gives {' and '.join(map(str, values))} {role} seats "
-                               f"({'; '.join(repr(m.group().strip()) for _, m in counts)}): state the count once.")
-        if values:
-            given[role] = values[0]
-            for _, m in counts:
-                facts.src.mark(*m.span())
-    given |= {role: 1 for role in listed_gods(text, found)}
-    block = re.search(ROLES_BLOCK, text, re.IGNORECASE | re.MULTILINE)
-    left = [r for r in standard if r not in given] if block and given else []
+        quoted = "; ".join(repr(m.group().strip()) for _, m in counts)
+        if (n := _once(facts, counts, f"{role} seats ({quoted})")) is not None:
+            given[role] = n
+    lines = {(text.rfind("\n", 0, m.start()) + 1, (text.find("\n", m.end()) + 1 or len(text) + 1) - 1)
+             for counts in found.values() for n, m in counts if n}  # the lines that count roles
+    given |= {g: 1 for g in GODS if not found[g]
+              and any(re.search(ROLE_WORDS[g], text[a:b], re.IGNORECASE) for a, b in lines)}
+    block = given and re.search(ROLES_BLOCK, text, re.IGNORECASE | re.MULTILINE)
+    left = [r for r in standard if r not in given] if block else []
     given |= {r: 0 for r in left}  # a "roles:" block is the whole table: a role it does not list has no seat
     notes += [f"The roles block lists the whole table: no {_and(left)} (add a line to seat one)."] if left else []
     gods_seats(facts, text, given, notes)
-    totals = set()
-    for m in re.finditer(PLAYER_COUNT, text, re.IGNORECASE | re.MULTILINE):
-        n = to_int(next(g for g in m.groups() if g))
-        if n < 3:  # "投票放逐一名玩家", "kill one player": a rule's wording, not the table
-            continue
-        totals.add(n)
-        facts.src.mark(*m.span())
-    if len(totals) > 1:
-        raise PlannerError(f"The spec gives {' and '.join(map(str, sorted(totals)))} players: state the player count "
-                           "once.")
-    total = totals.pop() if totals else None
+    total = _once(facts, [(n, m) for m in re.finditer(PLAYER_COUNT, text, re.IGNORECASE | re.MULTILINE)
+                          if (n := to_int(next(g for g in m.groups() if g))) >= 3], "players", "player count")
     if not given and total is None:
         notes.append(f"No role table given: seating the standard {sum(standard.values())} players "
                      f"({_seats(standard)}; game.roles).")
         return standard
     roles = {role: given.get(role, standard[role]) for role in ROLES}
+    kept = [r for r in GODS if r not in given and roles[r]]
     if total is not None and "werewolf" not in given:
         roles["werewolf"] = max(1, total // 3)
         notes.append(f"No werewolf count given: a third of the {total} players, {roles['werewolf']} werewolves.")
-    kept = [r for r in ("seer", "witch", "hunter") if r not in given and roles[r]]
     if total is not None and "villager" not in given:
         roles["villager"] = total - sum(n for role, n in roles.items() if role != "villager")
         if roles["villager"] < 0:
@@ -239,8 +205,8 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
                      "it, and raise the player count).")
         roles |= {role: 0 for role in kept}
         seated, kept = total, []
-    unseated = sorted({m.group().lower() for m in re.finditer(OTHER_ROLES, text, re.IGNORECASE)})
     if total is not None and seated != total:
+        unseated = sorted({m.group().lower() for m in re.finditer(OTHER_ROLES, text, re.IGNORECASE)})
         raise PlannerError(
             f"The spec asks for {total} players, but its role counts seat {seated} ({_seats(roles)}"
             + (f"; the {_and(kept)} kept the standard 1 seat" if kept else "")
@@ -249,14 +215,7 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
             f"'{seated} players'.")
     if kept:
         notes.append(f"The spec does not count the {_and(kept)}: 1 seat each (say 'no {kept[0]}' to leave one out).")
-    check_table(roles)
-    notes.append(f"Seats {seated} players: {_seats(roles)} (game.roles).")
-    return roles
-
-
-def check_table(roles: dict[str, int], trainable: list[str] | None = None) -> None:
-    """A table the game cannot be played with is a PlannerError naming the fix."""
-    seated, wolves = sum(roles.values()), roles.get("werewolf", 0)
+    wolves = roles["werewolf"]  # a table the game cannot be played with:
     if wolves < 1:
         raise PlannerError("The role table seats no werewolf: the village would win before the first night. Give "
                            "at least 1 werewolf (e.g. '2 werewolves').")
@@ -270,29 +229,19 @@ def check_table(roles: dict[str, int], trainable: list[str] | None = None) -> No
         raise PlannerError(f"The role table seats {wolves} werewolves against {seated - wolves} other players "
                            f"({_seats(roles)}): the werewolves would already have won. Seat fewer werewolves or more "
                            f"villagers (at least {2 * wolves + 1} players for {wolves} werewolves).")
-    for role in trainable or []:
-        if not roles.get(role):
-            raise PlannerError(f"The spec trains the {role}, but its role table seats no {role} ({_seats(roles)}): "
-                               f"give the {role} a seat, or leave it out of the trainable roles.")
+    notes.append(f"Seats {seated} players: {_seats(roles)} (game.roles).")
+    return roles
 
 
-def other_roles(facts: Facts, notes: list[str], roles: dict[str, int]) -> None:
-    """Note roles of other Werewolves variants that the family has no seat for (guard, idiot, cupid, ...)."""
-    named = sorted({m.group().lower() for m in facts.src.finditer(OTHER_ROLES)})
-    if named:
-        notes.append(f"The spec names role(s) the werewolves family has no seat for ({', '.join(named)}): the plan "
-                     f"seats {_seats(roles)}; add the other roles in game_engine.py after rendering.")
-
-
-# Side split: which seated roles train, which play the static model and which the frozen local copy.
-# A side named as a whole ("好人阵营", "the village side", "the good guys"; "狼人阵营", "the werewolf side") stands
-# for its seated roles; "神职" / "the gods" for the seer, witch and hunter.
+# Side split: which seated roles train, which play the static model and which the frozen local copy. A side
+# named as a whole stands for its seated roles: the village ("好人阵营", "the good guys"), the gods ("神职").
 VILLAGE_SIDE = (r"好人|神民|村庄阵营|平民阵营|\bvillage(?:rs?'?)?\s+(?:side|team|camp|faction)\b|\bthe\s+village\b(?!r)|"
                 r"\bgood\s+(?:guys|side|team|camp|players)\b|\btown(?:sfolk|\s+side)\b")
 GOD_SIDE = r"神职|\bgod roles\b|\bpower roles\b|\bthe\s+gods\b(?!\s+(?:or|and)\b)"
 # every seated role at once ("everyone trains", "all roles share the model", "所有角色都训练")
 EVERY_ROLE = (r"\beveryone\b(?!\s+else)|\beverybody\b(?!\s+else)|\ball\s+(?:the\s+)?(?:roles|players|seats)\b|"
               r"\bevery\s+(?:role|player|seat)\b|所有(?:角色|玩家|人)|全部(?:角色|玩家)|全员")
+SIDES = ((EVERY_ROLE, ROLES), (VILLAGE_SIDE, [r for r in ROLES if r != "werewolf"]), (GOD_SIDE, GODS))
 # "everyone else", "the rest", "其余角色", "其他人": the seated roles no other part gives a side
 REST_WORDS = (r"\beveryone else\b|\beverybody else\b|\ball (?:the )?others\b|\bthe others\b|\bthe rest\b|"
               r"\b(?:all |every )?(?:other|remaining) (?:roles?|players|seats)\b|其余|其他|其它|剩下|剩余")
@@ -300,53 +249,39 @@ REST_WORDS = (r"\beveryone else\b|\beverybody else\b|\ball (?:the )?others\b|\bt
 COPY_WORDS = (r"\bopponent\b|\bfrozen\s+(?:local\s+)?cop(?:y|ies)\b|\blocal\s+(?:frozen\s+)?copy\b|冻结副本|"
               r"冻结的(?:本地)?副本|本地副本|对手模型")
 LOCAL_PATH = r"(?<![\w.])\.{0,2}/[\w.-]+/"
+# what a part says its roles do, the first that applies after a static model's name
+SIDE_WORDS = (("copy", COPY_WORDS), ("static", STATIC_WORDS), ("trainable", TRAINABLE_WORDS),
+              ("trainable", LOCAL_PATH), ("static", PLAYED_BY_WORDS))
 
 
-def side_roles(segment: str, seats: dict[str, int]) -> list[str]:
-    """The roles a comma part names: each role word, and each seated role of a side (or of the whole table:
-    "everyone", "所有角色") it names as a whole."""
-    roles = set(roles_in(segment))
-    if re.search(EVERY_ROLE, segment, re.IGNORECASE):
-        roles |= {r for r in ROLES if seats.get(r)}
-    if re.search(VILLAGE_SIDE, segment, re.IGNORECASE):
-        roles |= {r for r in ROLES if r != "werewolf" and seats.get(r)}
-    if re.search(GOD_SIDE, segment, re.IGNORECASE):
-        roles |= {r for r in GODS if seats.get(r)}
-    return [r for r in ROLES if r in roles]
-
-
-def _table_segment(segment: str) -> bool:
-    """Whether a comma part states the seat table ("8 人局（2 狼、预言家", "12 players: 4 wolves"): a player count
-    or two role counts. Its roles describe the game; they are not the subject of a trainable or static word
-    in the same part ("狼人杀训练：8 人局（2 狼、预言家、女巫、4 平民" trains nobody by itself)."""
+def _segment(segment: str, seats: dict[str, int], names: list[str]) -> tuple[list[str], str | None]:
+    """(the roles a comma part names, what it says they do: 'static', 'copy' (the frozen local copy),
+    'trainable' or None). The roles: each role word, and each seated role of a side (or of the whole table:
+    "everyone", "所有角色") it names as a whole; with a negation only seated roles. A part that states the seat
+    table (a player count or two role counts: "8 人局（2 狼、预言家", "12 players: 4 wolves") only describes the
+    game: None ("狼人杀训练：8 人局（2 狼、预言家、女巫、4 平民" trains nobody by itself). Else a static model's
+    name or a static word decides first ('opponent' / 'frozen copy' / '冻结副本' without a model name is the
+    copy); a local path with 'uses' / '用' trains ("everyone else uses /models/q7b")."""
+    roles = set(roles_in(segment)) | {r for words, side in SIDES if re.search(words, segment, re.IGNORECASE)
+                                      for r in side if seats.get(r)}
+    negated = re.search(NEGATION, segment, re.IGNORECASE)
+    roles = [r for r in ROLES if r in roles and (seats.get(r) or not negated)]
     counts = sum(len(re.findall(rf"{NUM}{_SEAT}(?:{p})", segment, re.IGNORECASE))
                  for p in [*COUNT_WORDS.values(), GOD_COUNT])
-    return bool(re.search(PLAYER_COUNT, segment, re.IGNORECASE)) or counts >= 2
-
-
-def _side_of_segment(segment: str, names: list[str]) -> str | None:
-    """'static', 'copy' (the frozen local copy), 'trainable' or None: what a comma part says its roles do. A
-    static model's name or a static word decides first ('opponent' / 'frozen copy' / '冻结副本' without a model
-    name is the copy); a local path with 'uses' / '用' trains ("everyone else uses /models/q7b")."""
-    lower = segment.lower()
-    if any(name in lower for name in names):
-        return "static"
-    if re.search(COPY_WORDS, segment, re.IGNORECASE):
-        return "copy"
-    if re.search(STATIC_WORDS, segment, re.IGNORECASE):
-        return "static"
-    if re.search(TRAINABLE_WORDS, segment, re.IGNORECASE) or re.search(LOCAL_PATH, segment):
-        return "trainable"
-    if re.search(PLAYED_BY_WORDS, segment, re.IGNORECASE):
-        return "static"
-    return None
+    if re.search(PLAYER_COUNT, segment, re.IGNORECASE) or counts >= 2:
+        return roles, None
+    if any(name in segment.lower() for name in names):
+        return roles, "static"
+    return roles, next((side for side, words in SIDE_WORDS if re.search(words, segment, re.IGNORECASE)), None)
 
 
 def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str], list[str]]:
-    """(trainable roles, static roles, the static roles that play the frozen local copy) in seat-table order; the
-    default split leaves out roles without a seat. A part that states the seat table only describes the game, a
-    role said to have no seat ("不要猎人", "no hunter") is given no side, and "everyone else" / "the rest" / "其余"
-    / "其他" in a part takes the seated roles no other part gives a side."""
+    """(trainable roles, static roles, the static roles that play the frozen local copy) in seat-table order,
+    read per comma part of each line (`_segment`: what a part's words do); roles named in a part without a
+    side take the next part's ("the hunter, the witch and the villagers are played by ..."). A role said to
+    have no seat ("不要猎人", "no hunter") gets no side; "everyone else" / "the rest" / "其余" / "其他" in a part
+    takes the seated roles no other part gives a side. With no side stated the werewolves and the seer train
+    (noted), less a role the table seats none of; a trainable role without a seat is a PlannerError."""
     sides: dict[str, set[str]] = {"trainable": set(), "static": set(), "copy": set()}
     rest: str | None = None
     names = [m.name.lower() for _, m in facts.static_models]
@@ -354,13 +289,7 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
         pending: list[str] = []
         listed = None  # the side of a "key: roles" segment ("trainable: seer, witch"): its list goes on after commas
         for segment in re.split(r"[,，]|\b(?:while|whereas|but)\b|而|但", line):  # "A train while B are static"
-            roles = side_roles(segment, seats)
-            if re.search(NEGATION, segment, re.IGNORECASE):
-                roles = [r for r in roles if seats.get(r)]
-            if _table_segment(segment):
-                pending += roles
-                continue
-            side = _side_of_segment(segment, names)
+            roles, side = _segment(segment, seats, names)
             if side is None:
                 pending += roles
                 continue
@@ -376,10 +305,8 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
     if rest is not None:
         sides[rest].update(r for r in ROLES if seats.get(r) and not any(r in side for side in sides.values()))
     trainable = sides["trainable"]
-    copy = sides["copy"] - trainable
-    static = (sides["static"] | copy) - trainable
-    if not trainable and not static:
-        trainable = {r for r in DEFAULT_TRAINABLE if seats.get(r)}
+    if not any(sides.values()):
+        trainable = {r for r in ("werewolf", "seer") if seats.get(r)}
         notes.append("The spec does not say which roles train: " + (
             "the werewolves and the seer share the trainable model" if "seer" in trainable else
             "the werewolves take the trainable model (the table seats no seer)")
@@ -387,78 +314,83 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
     elif not trainable:
         notes.append("No role is trainable in this spec: nothing would learn (`vibe-rl doctor` reports it). "
                      "Say which roles share the trainable model.")
-    order = [r for r in ROLES if r not in trainable]
-    return [r for r in ROLES if r in trainable], order, [r for r in order if r in copy]
+    if role := next((r for r in ROLES if r in trainable and not seats.get(r)), None):
+        raise PlannerError(f"The spec trains the {role}, but its role table seats no {role} "
+                           f"({_seats(seats)}): give the {role} a seat, or leave it out of the trainable "
+                           "roles.")
+    static = [r for r in ROLES if r not in trainable]
+    return [r for r in ROLES if r in trainable], static, [r for r in static if r in sides["copy"]]
 
 
 COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
 
 
-def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str] = ()) -> list[Team]:
-    """One team per trainable side (its own episode and reward) plus the static roles by side and model: the
-    roles in `copy` play the frozen local copy ('opponent'), the other static roles `static_name`."""
-    teams = []
-    if "werewolf" in trainable:
-        teams.append(Team(name="werewolves", roles=["werewolf"], model="server1"))
-    village = [r for r in trainable if r != "werewolf"]
-    if village:
-        teams.append(Team(name="seer" if village == ["seer"] else "village", roles=village, model="server1"))
-    taken = {t.name for t in teams}
-    for model in dict.fromkeys([static_name, COPY]):
-        mine = [r for r in static if (r in copy or static_name == COPY) == (model == COPY)]
-        for side, roles in (("werewolves", [r for r in mine if r == "werewolf"]),
-                            ("village", [r for r in mine if r != "werewolf"])):
-            if roles:
+def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str]) -> list[Team]:
+    """One team per side of the trainable roles (own episode and reward; the village's is "seer" when only the
+    seer trains), then per side and model of the static roles (a taken name gets "_static", then "_opponent"):
+    the roles in `copy` play the frozen local copy ('opponent'), the others `static_name`."""
+    copied = [r for r in static if r in copy or static_name == COPY]
+    teams: list[Team] = []
+    groups = [(True, "server1", trainable), (False, static_name, [r for r in static if r not in copied]),
+              (False, COPY, copied)]
+    for trained, model, roles in groups:
+        village = [r for r in roles if r != "werewolf"]
+        sides = (("werewolves", [r for r in roles if r == "werewolf"]),
+                 ("seer" if trained and village == ["seer"] else "village", village))
+        for side, mine in sides:
+            if mine:
+                taken = {t.name for t in teams}
                 name = next(n for n in (side, f"{side}_static", f"{side}_{COPY}") if n not in taken)
-                teams.append(Team(name=name, roles=roles, model=model))
-                taken.add(name)
+                teams.append(Team(name=name, roles=mine, model=model))
     return teams
 
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     seats = role_table(facts, notes, manifest)
-    other_roles(facts, notes, seats)
+    if named := sorted({m.group().lower() for m in facts.src.finditer(OTHER_ROLES)}):
+        notes.append("The spec names role(s) the werewolves family has no seat for "
+                     f"({', '.join(named)}): the plan seats {_seats(seats)}; add the other roles in "
+                     "game_engine.py after rendering.")
     game: dict = {"roles": seats}
     if facts.src.search(SIDE_RULE_WORDS):
         game["win_rule"] = "side"
     elif not facts.src.search(PARITY_WORDS):
         notes.append("Win rule not given: werewolves win at parity (win_rule = parity).")
-    days = tabled(facts, "max_days", manifest, notes)  # else a round of Werewolves is one night and one day:
-    if days is None and (days := tabled(facts, "max_days", manifest, notes, [ROUNDS_AS_DAYS])) is not None:
+    days = common.tabled(facts, "max_days", manifest, notes)  # else rounds: a round is one night and one day
+    if days is None and (days := common.tabled(facts, "max_days", manifest, notes, [ROUNDS_AS_DAYS])):
         notes.append(f"Read the spec's {days.value} rounds as the day limit (a round is a night and a day).")
-    game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
-    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
+    common.game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
+    common.game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     game = manifest.resolve_parameters(game)
     trainable, static, copy = split_roles(facts, notes, seats)
-    check_table(seats, trainable)
-    model = static_opponent(facts, notes, "the static roles")
+    model = common.static_opponent(facts, notes, "the static roles")
     teams = teams_for(trainable, static, model.name, copy)
-    statics = [m for m in (model, StaticModel(name=COPY)) if any(t.model == m.name for t in teams)]
-    statics = list({m.name: m for m in statics}.values())
+    statics = [m for m in {model.name: model, COPY: StaticModel(name=COPY)}.values()
+               if any(t.model == m.name for t in teams)]
     for m in statics:
-        static_note(facts, m, notes)
+        common.static_note(facts, m, notes)
     if copy and model.name != COPY:
-        notes.append(f"The {_and([PLURAL.get(r, r + 's') for r in copy])} play '{COPY}', a frozen local copy of the trainable model, as the spec "
-                     f"says; the other static roles play {model.name}.")
-    model_path, port, server_gpus, total = first_server(facts, notes)
+        notes.append(f"The {_and([PLURAL.get(r, r + 's') for r in copy])} play '{COPY}', a frozen local copy "
+                     f"of the trainable model, as the spec says; the other static roles play {model.name}.")
+    model_path, port, server_gpus, total = common.first_server(facts, notes)
     if len([t for t in teams if t.model == "server1"]) > 1:
         notes.append("The trainable teams sit on opposite sides: each game opens one episode per team on server1, "
                      "rewarded for that team's side (GRPO groups '<seed>-<team>').")
     server = Server(name="server1", port=port, model_path=model_path, gpus=server_gpus, config="config.yaml",
                     url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])
-    modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
-                                       servers=["server1"], rewarded={"server1": teams[0].name},
-                                       gpus={"server1": server_gpus})], notes)
+    mode = Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
+                rewarded={"server1": teams[0].name}, gpus={"server1": server_gpus})
+    modes = common.planned_modes(facts, [mode], notes)
     return TaskSpec(
-        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
+        family=manifest.name, name=manifest.name, short_name=common.short_name(facts, manifest, notes),
         title=(f"Werewolves: GRPO with a shared {'/'.join(trainable)} model" if len(trainable) > 1 else
                (f"Werewolves: GRPO for the {trainable[0]}" if trainable else "Werewolves: GRPO")),
-        description=(f"Train the {_and(trainable) or 'no role'} of a {sum(seats.values())}-player Werewolves game on one shared model "
-                     f"({model_path}) against the {_and(static) or 'nobody'} played by "
-                     f"{_and([m.name for m in statics]) or model.name}."),
+        description=(f"Train the {_and(trainable) or 'no role'} of a {sum(seats.values())}-player Werewolves "
+                     f"game on one shared model ({model_path}) against the {_and(static) or 'nobody'} played "
+                     f"by {_and([m.name for m in statics]) or model.name}."),
         gpus=total, game=game, teams=teams, servers=[server], static_models=statics,
-        training=training(facts, notes, batch_size=32, grpo_n=6, temperature=0.7), modes=modes,
-        reward=reward(facts, notes, per=" (per side)"), constraints=constraints(facts, notes, random_ids=True),
-        notes=notes,
+        training=common.training(facts, notes, batch_size=32, grpo_n=6, temperature=0.7), modes=modes,
+        reward=common.reward(facts, notes, per=" (per side)"),
+        constraints=common.constraints(facts, notes, random_ids=True), notes=notes,
     )
