@@ -71,18 +71,17 @@ def _states(piece: str, value: Any) -> bool:
     if isinstance(value, (int, float)):
         for m in re.finditer(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[零一二两三四五六七八九十百千万]+", piece, re.IGNORECASE):
             try:
-                number = float(m.group()) if re.match(r"[-+\d]", m.group()) else to_int(m.group())
+                if (float(m.group()) if re.match(r"[-+\d]", m.group()) else to_int(m.group())) == value:
+                    return True
             except (ValueError, KeyError):
                 continue
-            if number == value:
-                return True
         return False
     return isinstance(value, str) and len(value) >= 2 and value.lower() in piece.lower()
 
 
 def _part(src: SpecText, start: int, end: int) -> str:
     """The comma part of its clause that holds [start, end) (widened to hold it all)."""
-    a, b = next(((pa, pb) for pa, pb in _pieces(src.text, *src.clause_of(start)) if pa <= start < pb), (start, end))
+    a, b = _piece_of(src, start) or (start, end)
     a, b = min(a, start), max(b, end)
     return src.text[a:b].strip(" \t\n-*:：,，").rstrip(".。 \n")
 
@@ -104,26 +103,18 @@ def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> 
                     return _part(src, a, b) if (a, b) != (start, end) else src.text[a:b].strip()
         return None
     if isinstance(value, dict):  # a role table: every seated role's count next to its word
-        said = []
-        for role, count in value.items():
-            hit = next(((a, b) for start, end in src.clauses() for a, b in _pieces(src.text, start, end)
-                        if count and re.search(roles.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)
-                        and _states(src.text[a:b], count)), None)
-            if hit and src.text[hit[0]:hit[1]].strip() not in said:
-                said.append(src.text[hit[0]:hit[1]].strip())
-        return " | ".join(said) or None
+        said = [next((src.text[a:b].strip() for a, b in _all_pieces(src) if count and _states(src.text[a:b], count)
+                      and re.search(roles.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)), None)
+                for role, count in value.items()]
+        return " | ".join(dict.fromkeys(hit for hit in said if hit)) or None
     words = WORDS.get(leaf)
     if isinstance(value, (int, float)) and not words:
         return None
     for a, b in src.spans:
-        clause = src.clause_of(a)
-        for pa, pb in _pieces(src.text, *clause):
-            if not (pa <= a < pb):
-                continue
-            piece = src.text[pa:pb]
-            if _states(src.text[a:b] if isinstance(value, str) else piece, value) and \
-                    (words is None or re.search(words, piece, re.IGNORECASE)):
-                return _part(src, a, b)
+        piece = src.text[slice(*where)] if (where := _piece_of(src, a)) else None
+        if piece is not None and _states(src.text[a:b] if isinstance(value, str) else piece, value) and \
+                (words is None or re.search(words, piece, re.IGNORECASE)):
+            return _part(src, a, b)
     if isinstance(value, str) and len(value) >= 3:  # a path or a model name stated verbatim
         at = src.text.lower().find(value.lower())
         if at >= 0:
@@ -146,6 +137,16 @@ def _family_span(text: str, family: str) -> str | None:
     return text[hits[0][0]:hits[0][0] + len(hits[0][1])] if hits else None
 
 
+def _piece_of(src: SpecText, start: int) -> tuple[int, int] | None:
+    """The comma part of its clause that holds `start` (None on a comma)."""
+    return next(((a, b) for a, b in _pieces(src.text, *src.clause_of(start)) if a <= start < b), None)
+
+
+def _all_pieces(src: SpecText) -> list[tuple[int, int]]:
+    """The comma parts of every clause."""
+    return [piece for clause in src.clauses() for piece in _pieces(src.text, *clause)]
+
+
 def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The comma parts of a clause."""
     out, a = [], start
@@ -161,11 +162,10 @@ def _rule(notes: list[str], field: str) -> str:
     head = field.split(".", 1)[0]
     if head == "wire":
         return "the role's team plays its default model (the family's wiring)"
-    for pattern in (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf)):
-        if pattern:
-            said = [n for n in notes if re.search(pattern, n, re.IGNORECASE)]
-            if said:  # a note that names the default taken comes first
-                return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
+    for pattern in filter(None, (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf))):
+        said = [n for n in notes if re.search(pattern, n, re.IGNORECASE)]
+        if said:  # a note that names the default taken comes first
+            return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
     return "the family's default"
 
 
@@ -175,7 +175,7 @@ def review(spec: TaskSpec, text: str, planner: str, read: SpecText | None = None
     rows = []
     source = read if read is not None else SpecText(text)
     if read is None:  # an LLM's answer, or an edited plan: a value counts as stated only where the text says it
-        source.spans = [piece for clause in source.clauses() for piece in _pieces(text, *clause)]
+        source.spans = _all_pieces(source)
     roles = manifest.role_words if (manifest := _manifest(spec.family)) else {}
     for field, value in _rows_of(spec):
         span = _family_span(source.text, value) if field == "family" else \
@@ -259,12 +259,9 @@ def carry(rows: list[dict[str, Any]], old: dict[str, dict[str, Any]]) -> list[di
     out = []
     for row in rows:
         before = old.get(row["field"])
-        if before and before.get("value") == row["value"]:
-            out.append(before)
-        elif before:
-            out.append({**row, "rule": f"edited in the plan file (was {before.get('value')})"})
-        else:
-            out.append(row)
+        if before and before.get("value") != row["value"]:
+            before = {**row, "rule": f"edited in the plan file (was {before.get('value')})"}
+        out.append(before or row)
     return out
 
 
