@@ -39,12 +39,13 @@ def plan_full(text: str, planner: str = "auto", name: str | None = None,
     """(plan, review rows, the planner that made it): the module's docstring says which planner plans. An LLM
     that gives no valid answer counts as failing (the offline reader plans)."""
     from vibe_rl.planner import llm
+    from vibe_rl.planner.offline import OfflinePlanner
+    from vibe_rl.planner.quotes import check
+    from vibe_rl.planner.review import review
 
     chosen = resolve(planner)
     fallback: list[str] = []
     if chosen != "offline":
-        from vibe_rl.planner.quotes import check
-
         try:
             planner_class = llm.OpenAIPlanner if chosen == "openai" else llm.AnthropicPlanner
             llm_spec, quotes = planner_class().plan_quoted(text, family=family)
@@ -54,9 +55,6 @@ def plan_full(text: str, planner: str = "auto", name: str | None = None,
         else:
             spec, rows = check(llm_spec, quotes, text)
             return _renamed(spec, name), rows, chosen
-    from vibe_rl.planner.offline import OfflinePlanner
-    from vibe_rl.planner.review import review
-
     offline = OfflinePlanner()
     spec = offline.plan(text, family=family)
     if fallback:

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from vibe_rl.errors import PlannerError, TemplateError, VibeRLError, field_errors
 from vibe_rl.extras import require
-from vibe_rl.scaffold.families import list_families, load_family
+from vibe_rl.scaffold.families import list_families, load_family, supported_text
 from vibe_rl.scaffold.render import render_files
 from vibe_rl.schema.spec import TaskSpec
 
@@ -95,9 +95,8 @@ def renderable(data: Any) -> TaskSpec:
 def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]]:
     """Validate one answer -> (the TaskSpec, its quotes); raises ValueError with a message fit to send back to
     the model. A bare TaskSpec (no "plan" key) is read as a plan without quotes."""
-    text = re.sub(r"^```(?:json)?\s*|\s*```$", "", raw.strip())
     try:
-        data = json.loads(text)
+        data = json.loads(re.sub(r"^```(?:json)?\s*|\s*```$", "", raw.strip()))
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc}); reply with one JSON object") from exc
     quotes: dict[str, str] = {}
@@ -109,7 +108,6 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
         data = data["plan"]
     if isinstance(data, dict) and data.get("family") in ("none", None, ""):
         from vibe_rl.planner.offline import HOW_TO_GO_FURTHER
-        from vibe_rl.scaffold.families import supported_text
 
         why = "; ".join(map(str, data.get("notes") or [])) or "no reason given"
         raise PlannerError(f"The planner found no template family for this spec ({why}). {supported_text()} "
@@ -121,9 +119,9 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
 
 
 class LLMPlanner(ABC):
-    """Subclasses name their SDK (`sdk`: module, client class), API-key env var and default model, and implement
-    `_ask(messages)` (-> raw JSON, reply messages); `_retry(reply, error)` gives the messages that carry the
-    error back."""
+    """Subclasses name their SDK (`sdk`: module, client class), API-key env var and default model, and
+    implement `_ask(messages)` (-> raw JSON, reply messages); `_retry(reply, error)` gives the messages that
+    carry the error back."""
 
     name = "llm"
     sdk = ("", "")
@@ -211,7 +209,8 @@ class AnthropicPlanner(LLMPlanner):
         return text, [{"role": "assistant", "content": blocks or text}]
 
     def _retry(self, reply: list[dict[str, Any]], error: str) -> list[dict[str, Any]]:
-        use = next((b for b in reply[0]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"), None)
+        blocks = reply[0]["content"]
+        use = next((b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"), None)
         return super()._retry(reply, error) if use is None else [{"role": "user", "content": [{
             "type": "tool_result", "tool_use_id": use["id"], "is_error": True,
             "content": f"Invalid TaskSpec: {error}\nCall the tool again, corrected."}]}]

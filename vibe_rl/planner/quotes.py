@@ -22,22 +22,18 @@ from vibe_rl.planner.review import WORDS, _family_span, _rows_of, _rule, _states
 from vibe_rl.planner.text import SpecText, strings_of
 from vibe_rl.schema.spec import TaskSpec
 
-STRUCTURE = ("modes", "wire.", "static_models.")
-
 
 def locate(text: str, quote: str) -> tuple[int, int] | None:
     """Where `quote` stands in `text`, runs of whitespace counted as equal (None when it is not there)."""
     words = quote.split()
-    if not words:
-        return None
-    m = re.search(r"\s+".join(map(re.escape, words)), text, re.IGNORECASE)
+    m = re.search(r"\s+".join(map(re.escape, words)), text, re.IGNORECASE) if words else None
     return m.span() if m else None
 
 
 def states(quote: str, field: str, value: Any) -> bool:
     """Does the quote state this value? A number must stand in it next to a word that names its field (the
-    training table's, the review's words for GPUs, ports and game counts: "4 张卡" is no batch size); a path, URL
-    or model name must be in it. Wiring, modes and server names are structure: the quote must exist, which
+    training table's, the review's words for GPUs, ports and game counts: "4 张卡" is no batch size); a path,
+    URL or model name must be in it. Wiring, modes and server names are structure: the quote must exist, which
     `check` asks already."""
     from vibe_rl.planner.fields import TRAINING
     from vibe_rl.planner.table import words_of
@@ -48,7 +44,7 @@ def states(quote: str, field: str, value: Any) -> bool:
         return False
     head, _, leaf = field.rpartition(".")
     words = words_of(leaf, TRAINING) if head == "training" else WORDS.get(leaf)
-    return not (isinstance(value, (int, float)) and words) or re.search(words, quote, re.IGNORECASE) is not None
+    return not (isinstance(value, (int, float)) and words) or bool(re.search(words, quote, re.IGNORECASE))
 
 
 @lru_cache(maxsize=16)
@@ -58,14 +54,13 @@ def _base_json(family: str) -> str:
     from vibe_rl.planner.offline import OfflinePlanner
     from vibe_rl.scaffold.families import load_family
 
-    manifest = load_family(family)
-    words = manifest.all_keywords()
+    words = load_family(family).all_keywords()
     return OfflinePlanner().plan(words[0] if words else family.replace("_", " "), family=family).model_dump_json()
 
 
 def _set(data: dict, field: str, value: Any) -> None:
-    """Put `value` (None: take it out) at the review row's path in a TaskSpec dict; nothing when the path is not
-    there."""
+    """Put `value` (None: take it out) at the review row's path in a TaskSpec dict; nothing when the path is
+    not there."""
     *path, leaf = field.split(".")
     node: Any = data
     try:
@@ -85,7 +80,7 @@ def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, l
     blanked, _ = blank_background(text)
     src = SpecText(blanked)
     ours, defaults = dict(_rows_of(llm)), dict(_rows_of(base))  # field -> the raw value of its review row
-    accepted: dict[str, tuple[Any, str, tuple[int, int]]] = {}  # field -> (value, its quote in the spec, where)
+    accepted: dict[str, tuple[Any, str, tuple[int, int]]] = {}  # field -> (value, its quote, where it is)
     rejected: list[str] = []
     for field, value in ours.items():
         quote = (quotes.get(field) or "").strip()
@@ -142,33 +137,32 @@ def _endpoints(llm: TaskSpec, text: str, rejected: list[str]) -> TaskSpec:
     return llm.model_copy(update={"static_models": models})
 
 
-def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple[Any, ...]], rejected: list[str]) -> TaskSpec:
+def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple], rejected: list[str]) -> TaskSpec:
     """The base plan with the accepted values of `llm`: its seating too unless a structure row was rejected."""
     ours = llm.model_dump(mode="json")
-    head = {"name": ours["name"], "title": ours["title"] or base.title,
+    data = {**base.model_dump(mode="json"), "name": ours["name"], "title": ours["title"] or base.title,
             "description": ours["description"] or base.description}
-    data = {**base.model_dump(mode="json"), **head}
-    structure_ok = not any(r.startswith(STRUCTURE) for r in rejected)
+    seating = {key: ours[key] for key in ("teams", "servers", "static_models", "modes")}
+    structure_ok = not any(r.startswith(("modes", "wire.", "static_models.")) for r in rejected)
+    for i, server in enumerate(seating["servers"] if structure_ok else []):  # values only from accepted rows
+        for leaf in ("model_path", "port", "gpus"):
+            if f"servers.{i}.{leaf}" in accepted:
+                continue
+            if i < len(base.servers):
+                server[leaf] = getattr(base.servers[i], leaf)
+            else:
+                structure_ok = False
     if structure_ok:
-        data.update({key: ours[key] for key in ("teams", "servers", "static_models", "modes")})
-        for i, server in enumerate(data["servers"]):  # a server's values come only from accepted rows
-            for leaf in ("model_path", "port", "gpus"):
-                if f"servers.{i}.{leaf}" in accepted:
-                    continue
-                if i < len(base.servers):
-                    server[leaf] = getattr(base.servers[i], leaf)
-                else:
-                    structure_ok = False
-    if not structure_ok:
-        data = {**base.model_dump(mode="json"), **head}
+        data.update(seating)
     for field, (value, *_) in accepted.items():  # a server's accepted values also onto the family's seating
         if not field.startswith(("family", "modes", "wire.", "static_models.", "servers.")) or \
                 field.startswith("servers.") and not structure_ok:
             _set(data, field, value)
     reward = data["reward"]
     reward["description"] = f"win {reward['win']:g}, loss {reward['loss']:g}"
-    data["notes"] = [*(f"LLM: {n}" for n in llm.notes), "Values the LLM set are used only where it quotes the "
-                     "spec's words for them (the review table shows the quote); the rest are the family's defaults."]
+    notes = [f"LLM: {n}" for n in llm.notes]
+    data["notes"] = [*notes, "Values the LLM set are used only where it quotes the spec's words for them (the "
+                     "review table shows the quote); the rest are the family's defaults."]
     try:
         from vibe_rl.planner.llm import renderable
 

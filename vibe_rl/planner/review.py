@@ -103,9 +103,9 @@ def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> 
                     return _part(src, a, b) if (a, b) != (start, end) else src.text[a:b].strip()
         return None
     if isinstance(value, dict):  # a role table: every seated role's count next to its word
-        said = [next((src.text[a:b].strip() for a, b in _all_pieces(src) if count and _states(src.text[a:b], count)
-                      and re.search(roles.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)), None)
-                for role, count in value.items()]
+        said = [next((src.text[a:b].strip() for a, b in _all_pieces(src)
+                      if count and re.search(roles.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)
+                      and _states(src.text[a:b], count)), None) for role, count in value.items()]
         return " | ".join(dict.fromkeys(hit for hit in said if hit)) or None
     words = WORDS.get(leaf)
     if isinstance(value, (int, float)) and not words:
@@ -149,12 +149,8 @@ def _all_pieces(src: SpecText) -> list[tuple[int, int]]:
 
 def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The comma parts of a clause."""
-    out, a = [], start
-    for m in re.finditer(r"[,，、;；]", text[start:end]):
-        out.append((a, start + m.start()))
-        a = start + m.end()
-    out.append((a, end))
-    return out
+    cuts = [(start + m.start(), start + m.end()) for m in re.finditer(r"[,，、;；]", text[start:end])]
+    return list(zip([start, *(b for _, b in cuts)], [*(a for a, _ in cuts), end], strict=True))
 
 
 def _rule(notes: list[str], field: str) -> str:
@@ -162,10 +158,11 @@ def _rule(notes: list[str], field: str) -> str:
     head = field.split(".", 1)[0]
     if head == "wire":
         return "the role's team plays its default model (the family's wiring)"
-    for pattern in filter(None, (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf))):
-        said = [n for n in notes if re.search(pattern, n, re.IGNORECASE)]
-        if said:  # a note that names the default taken comes first
-            return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
+    for pattern in (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf)):
+        if pattern:
+            said = [n for n in notes if re.search(pattern, n, re.IGNORECASE)]
+            if said:  # a note that names the default taken comes first
+                return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
     return "the family's default"
 
 
@@ -237,19 +234,17 @@ def trained_but_static(spec: TaskSpec, text: str) -> list[tuple[str, str, str]]:
     model ('not trained', 'static', 'played by') says nothing."""
     out = []
     src = SpecText(_GAME_NAME.sub(lambda m: " " * len(m.group()), text))
+    pieces = _all_pieces(src)  # the first part that says so, in the spec's order
     roles = manifest.role_words if (manifest := _manifest(spec.family)) else {}
     for role in spec.roles:
         if any(spec.model_for_role(role, mode.name).kind == "server" for mode in spec.modes):
             continue
         words = roles.get(role, re.escape(role))
         said = rf"(?<![\w\u4e00-\u9fff])(?:{words}){_NEAR}{_VERB}|\b(?:train|训练)\s*(?:the\s+|only\s+the\s+)?(?:{words})"
-        for start, end in src.clauses():
-            hit = next((text[a:b].strip() for a, b in _pieces(src.text, start, end)
-                        if re.search(said, src.text[a:b], re.IGNORECASE) and not _NOT_TRAINED.search(src.text[a:b])),
-                       None)
-            if hit:
-                out.append((spec.modes[0].name, role, hit))
-                break
+        hit = next((text[a:b].strip() for a, b in pieces if re.search(said, src.text[a:b], re.IGNORECASE)
+                    and not _NOT_TRAINED.search(src.text[a:b])), None)
+        if hit:
+            out.append((spec.modes[0].name, role, hit))
     return out
 
 
