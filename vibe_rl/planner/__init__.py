@@ -9,43 +9,22 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
-from typing import Protocol
 
 from vibe_rl.errors import PlannerError
 from vibe_rl.schema.spec import TaskSpec
 
-PLANNERS = {
-    "offline": "vibe_rl.planner.offline:OfflinePlanner",
-    "openai": "vibe_rl.planner.llm:OpenAIPlanner",
-    "anthropic": "vibe_rl.planner.llm:AnthropicPlanner",
-}
-
-
-class Planner(Protocol):
-    name: str
-
-    def plan(self, text: str) -> TaskSpec: ...
+KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}  # the LLM planners, in `auto`'s order
 
 
 def resolve(name: str = "auto") -> str:
     """The concrete planner name for `name` ('auto' looks at the API-key env vars)."""
     if name == "auto":
-        if os.environ.get("OPENAI_API_KEY"):
-            return "openai"
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            return "anthropic"
-        return "offline"
-    if name not in PLANNERS:
-        raise PlannerError(f"Unknown planner {name!r}; choose one of: auto, {', '.join(PLANNERS)}")
+        return next((llm for llm, key in KEYS.items() if os.environ.get(key)), "offline")
+    if name != "offline" and name not in KEYS:
+        raise PlannerError(f"Unknown planner {name!r}; choose one of: auto, offline, {', '.join(KEYS)}")
     return name
-
-
-def get_planner(name: str = "auto", **kwargs) -> Planner:
-    module, cls = PLANNERS[resolve(name)].split(":")
-    return getattr(importlib.import_module(module), cls)(**kwargs)
 
 
 def plan(text: str, planner: str = "auto", name: str | None = None, family: str | None = None) -> TaskSpec:
@@ -57,27 +36,25 @@ def plan(text: str, planner: str = "auto", name: str | None = None, family: str 
 
 def plan_full(text: str, planner: str = "auto", name: str | None = None,
               family: str | None = None) -> tuple[TaskSpec, list[dict], str]:
-    """(plan, review rows, the planner that made it). An LLM planner is the first choice when its key is set
-    (`auto`); every value it sets must quote the spec (vibe_rl.planner.quotes). When its API fails, or gives no
-    valid answer, the offline reader plans instead and the plan's first note says so."""
-    from vibe_rl.planner.llm import PlannerUnavailable
+    """(plan, review rows, the planner that made it): the module's docstring says which planner plans. An LLM
+    that gives no valid answer counts as failing (the offline reader plans)."""
+    from vibe_rl.planner import llm
+    from vibe_rl.planner.offline import OfflinePlanner
+    from vibe_rl.planner.quotes import check
+    from vibe_rl.planner.review import review
 
     chosen = resolve(planner)
     fallback: list[str] = []
     if chosen != "offline":
-        from vibe_rl.planner.quotes import check
-
         try:
-            llm_spec, quotes = get_planner(chosen).plan_quoted(text, family=family)
-        except PlannerUnavailable as exc:
+            planner_class = llm.OpenAIPlanner if chosen == "openai" else llm.AnthropicPlanner
+            llm_spec, quotes = planner_class().plan_quoted(text, family=family)
+        except llm.PlannerUnavailable as exc:
             fallback = [f"The {chosen} planner could not plan this spec ({exc}): planned by the offline reader "
                         "instead."]
         else:
             spec, rows = check(llm_spec, quotes, text)
             return _renamed(spec, name), rows, chosen
-    from vibe_rl.planner.offline import OfflinePlanner
-    from vibe_rl.planner.review import review
-
     offline = OfflinePlanner()
     spec = offline.plan(text, family=family)
     if fallback:

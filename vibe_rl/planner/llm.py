@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from vibe_rl.errors import PlannerError, TemplateError, VibeRLError, field_errors
 from vibe_rl.extras import require
-from vibe_rl.scaffold.families import list_families, load_family
+from vibe_rl.scaffold.families import list_families, load_family, supported_text
 from vibe_rl.scaffold.render import render_files
 from vibe_rl.schema.spec import TaskSpec
 
@@ -95,9 +95,8 @@ def renderable(data: Any) -> TaskSpec:
 def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]]:
     """Validate one answer -> (the TaskSpec, its quotes); raises ValueError with a message fit to send back to
     the model. A bare TaskSpec (no "plan" key) is read as a plan without quotes."""
-    text = re.sub(r"^```(?:json)?\s*|\s*```$", "", raw.strip())
     try:
-        data = json.loads(text)
+        data = json.loads(re.sub(r"^```(?:json)?\s*|\s*```$", "", raw.strip()))
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc}); reply with one JSON object") from exc
     quotes: dict[str, str] = {}
@@ -109,7 +108,6 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
         data = data["plan"]
     if isinstance(data, dict) and data.get("family") in ("none", None, ""):
         from vibe_rl.planner.offline import HOW_TO_GO_FURTHER
-        from vibe_rl.scaffold.families import supported_text
 
         why = "; ".join(map(str, data.get("notes") or [])) or "no reason given"
         raise PlannerError(f"The planner found no template family for this spec ({why}). {supported_text()} "
@@ -121,15 +119,23 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
 
 
 class LLMPlanner(ABC):
-    """Subclasses implement `_start(text)` (first messages) and `_ask(messages)` (-> raw JSON, reply messages)
-    and `_retry(reply, error)` (-> messages carrying the error back)."""
+    """Subclasses name their SDK (`sdk`: module, client class), API-key env var and default model, and
+    implement `_ask(messages)` (-> raw JSON, reply messages); `_retry(reply, error)` gives the messages that
+    carry the error back."""
 
     name = "llm"
+    sdk = ("", "")
+    key_env = key_help = default_model = ""
 
     def __init__(self, model: str | None = None, max_attempts: int = 3, **client_kwargs: Any):
-        self.model = model
+        self.model = model or os.environ.get("VIBE_RL_PLANNER_MODEL", self.default_model)
         self.max_attempts = max_attempts
-        self.client_kwargs = client_kwargs
+        client_class = getattr(require(self.sdk[0], f"the {self.name} planner"), self.sdk[1])
+        if not (client_kwargs.get("api_key") or os.environ.get(self.key_env)):
+            raise PlannerError(f"The {self.name} planner needs {self.key_env}{self.key_help}. Set it, or use "
+                               "--planner offline.")
+        self.client = client_class(**client_kwargs)
+        self.system = system_prompt()
 
     def plan(self, text: str, family: str | None = None) -> TaskSpec:
         """The LLM's answer as it is (its quotes unchecked): `plan_quoted` is what vibe-rl new uses."""
@@ -139,14 +145,15 @@ class LLMPlanner(ABC):
         """(the LLM's TaskSpec, its quotes); PlannerUnavailable when the API fails or gives no valid answer."""
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task to train.")
-        messages = self._start(text if family is None else f"{text}\n\n(Plan it as the {family} family.)")
+        content = text if family is None else f"{text}\n\n(Plan it as the {family} family.)"
+        messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
         error = ""
         for _ in range(self.max_attempts):
             try:
                 raw, reply = self._ask(messages)
+            except PlannerError:
+                raise
             except Exception as exc:  # noqa: BLE001 - the SDK's connection/HTTP errors: the caller falls back
-                if isinstance(exc, PlannerError):
-                    raise
                 raise PlannerUnavailable(f"the {self.name} API failed: {type(exc).__name__}: "
                                          f"{str(exc)[:300]}") from exc
             try:
@@ -159,9 +166,6 @@ class LLMPlanner(ABC):
         raise PlannerUnavailable(f"The {self.name} planner gave no valid TaskSpec in {self.max_attempts} attempts. "
                            f"Last problem: {error[:1500]}\nTry --planner offline, or make the spec more explicit.")
 
-    def _start(self, text: str) -> list[dict[str, Any]]:
-        return [{"role": "user", "content": text}]
-
     @abstractmethod
     def _ask(self, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         """Send `messages`; return the raw TaskSpec JSON and the reply turns to append on a retry."""
@@ -171,17 +175,8 @@ class LLMPlanner(ABC):
 
 
 class OpenAIPlanner(LLMPlanner):
-    name = "openai"
-
-    def __init__(self, model: str | None = None, max_attempts: int = 3, **client_kwargs: Any):
-        super().__init__(model or os.environ.get("VIBE_RL_PLANNER_MODEL", "gpt-4o"), max_attempts, **client_kwargs)
-        import openai
-
-        if not (client_kwargs.get("api_key") or os.environ.get("OPENAI_API_KEY")):
-            raise PlannerError("The openai planner needs OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible "
-                               "server). Set it, or use --planner offline.")
-        self.client = openai.OpenAI(**client_kwargs)
-        self.system = system_prompt()
+    name, sdk, default_model = "openai", ("openai", "OpenAI"), "gpt-4o"
+    key_env, key_help = "OPENAI_API_KEY", " (and OPENAI_BASE_URL for a compatible server)"
 
     def _ask(self, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         reply = self.client.chat.completions.create(
@@ -197,16 +192,8 @@ TOOL = "submit_task_spec"  # the Anthropic planner's forced tool
 
 
 class AnthropicPlanner(LLMPlanner):
-    name = "anthropic"
-
-    def __init__(self, model: str | None = None, max_attempts: int = 3, **client_kwargs: Any):
-        super().__init__(model or os.environ.get("VIBE_RL_PLANNER_MODEL", "claude-sonnet-4-5"), max_attempts,
-                         **client_kwargs)
-        anthropic = require("anthropic", "the anthropic planner")
-        if not (client_kwargs.get("api_key") or os.environ.get("ANTHROPIC_API_KEY")):
-            raise PlannerError("The anthropic planner needs ANTHROPIC_API_KEY. Set it, or use --planner offline.")
-        self.client = anthropic.Anthropic(**client_kwargs)
-        self.system = system_prompt()
+    name, sdk, default_model = "anthropic", ("anthropic", "Anthropic"), "claude-sonnet-4-5"
+    key_env = "ANTHROPIC_API_KEY"
 
     def _ask(self, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         reply = self.client.messages.create(
@@ -215,16 +202,15 @@ class AnthropicPlanner(LLMPlanner):
             tool_choice={"type": "tool", "name": TOOL},
         )
         blocks = [block.model_dump(exclude_none=True) for block in reply.content]
-        for block in reply.content:
-            if block.type == "tool_use":
-                return json.dumps(block.input), [{"role": "assistant", "content": blocks}]
+        use = next((block for block in reply.content if block.type == "tool_use"), None)
+        if use is not None:
+            return json.dumps(use.input), [{"role": "assistant", "content": blocks}]
         text = "".join(getattr(block, "text", "") for block in reply.content)
         return text, [{"role": "assistant", "content": blocks or text}]
 
     def _retry(self, reply: list[dict[str, Any]], error: str) -> list[dict[str, Any]]:
-        blocks = reply[0]["content"] if reply else []
-        uses = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
-        if not uses:
-            return super()._retry(reply, error)
-        return [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0]["id"], "is_error": True,
-                                              "content": f"Invalid TaskSpec: {error}\nCall the tool again, corrected."}]}]
+        blocks = reply[0]["content"]
+        use = next((b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"), None)
+        return super()._retry(reply, error) if use is None else [{"role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": use["id"], "is_error": True,
+            "content": f"Invalid TaskSpec: {error}\nCall the tool again, corrected."}]}]

@@ -18,47 +18,33 @@ from functools import lru_cache
 from typing import Any
 
 from vibe_rl.planner.background import blank_background
-from vibe_rl.planner.review import _family_span, _rows_of, _rule, _states, show
+from vibe_rl.planner.review import WORDS, _family_span, _rows_of, _rule, _states, show
 from vibe_rl.planner.text import SpecText, strings_of
 from vibe_rl.schema.spec import TaskSpec
-
-STRUCTURE = ("modes", "wire.", "static_models.")
 
 
 def locate(text: str, quote: str) -> tuple[int, int] | None:
     """Where `quote` stands in `text`, runs of whitespace counted as equal (None when it is not there)."""
     words = quote.split()
-    if not words:
-        return None
-    m = re.search(r"\s+".join(map(re.escape, words)), text, re.IGNORECASE)
+    m = re.search(r"\s+".join(map(re.escape, words)), text, re.IGNORECASE) if words else None
     return m.span() if m else None
 
 
 def states(quote: str, field: str, value: Any) -> bool:
-    """Does the quote state this value? A number must stand in it next to a word of its field; a path, URL or
-    model name must be in it.
-    Wiring, modes and server names are structure: the quote must exist, which `check` asks already."""
-    if field.startswith(("wire.", "modes")) or field == "family":
-        return True
-    if isinstance(value, bool):
+    """Does the quote state this value? A number must stand in it next to a word that names its field (the
+    training table's, the review's words for GPUs, ports and game counts: "4 张卡" is no batch size); a path,
+    URL or model name must be in it. Wiring, modes and server names are structure: the quote must exist, which
+    `check` asks already."""
+    from vibe_rl.planner.fields import TRAINING
+    from vibe_rl.planner.table import words_of
+
+    if field.startswith(("wire.", "modes")) or field == "family" or isinstance(value, bool):
         return True
     if not _states(quote, value):
         return False
-    words = field_words(field)
-    return not (isinstance(value, (int, float)) and words) or re.search(words, quote, re.IGNORECASE) is not None
-
-
-def field_words(field: str) -> str | None:
-    """The words that name a field (the training table, the review's words for GPUs, ports and game counts):
-    a number in a quote sets the field only when one of them stands in the quote too ("4 张卡" is no batch size)."""
-    from vibe_rl.planner.fields import TRAINING
-    from vibe_rl.planner.review import WORDS
-    from vibe_rl.planner.table import words_of
-
     head, _, leaf = field.rpartition(".")
-    if head == "training":
-        return words_of(leaf, TRAINING)
-    return WORDS.get(leaf)
+    words = words_of(leaf, TRAINING) if head == "training" else WORDS.get(leaf)
+    return not (isinstance(value, (int, float)) and words) or bool(re.search(words, quote, re.IGNORECASE))
 
 
 @lru_cache(maxsize=16)
@@ -68,31 +54,24 @@ def _base_json(family: str) -> str:
     from vibe_rl.planner.offline import OfflinePlanner
     from vibe_rl.scaffold.families import load_family
 
-    manifest = load_family(family)
-    words = manifest.all_keywords()
+    words = load_family(family).all_keywords()
     return OfflinePlanner().plan(words[0] if words else family.replace("_", " "), family=family).model_dump_json()
 
 
-def _set(data: dict, field: str, value: Any) -> bool:
-    """Put `value` at the review row's path in a TaskSpec dict; False when the path does not exist there."""
-    parts = field.split(".")
+def _set(data: dict, field: str, value: Any) -> None:
+    """Put `value` (None: take it out) at the review row's path in a TaskSpec dict; nothing when the path is
+    not there."""
+    *path, leaf = field.split(".")
     node: Any = data
-    for part in parts[:-1]:
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                return False
-            node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return False
-    if not isinstance(node, dict):
-        return False
-    if value is None:
-        node.pop(parts[-1], None)
-    else:
-        node[parts[-1]] = value
-    return True
+    try:
+        for part in path:
+            node = node[int(part)] if isinstance(node, list) and part.isdigit() else node[part]
+    except (KeyError, IndexError, TypeError):
+        return
+    if isinstance(node, dict) and value is None:
+        node.pop(leaf, None)
+    elif isinstance(node, dict):
+        node[leaf] = value
 
 
 def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, list[dict[str, Any]]]:
@@ -101,22 +80,20 @@ def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, l
     blanked, _ = blank_background(text)
     src = SpecText(blanked)
     ours, defaults = dict(_rows_of(llm)), dict(_rows_of(base))  # field -> the raw value of its review row
-    accepted: dict[str, tuple[Any, str]] = {}
+    accepted: dict[str, tuple[Any, str, tuple[int, int]]] = {}  # field -> (value, its quote, where it is)
     rejected: list[str] = []
-    spans: dict[str, tuple[int, int]] = {}
     for field, value in ours.items():
         quote = (quotes.get(field) or "").strip()
-        where = locate(text, quote) if quote else None
-        if where is not None and not blanked[where[0]:where[1]].strip():
-            why = f"its quote {quote!r} is a background sentence (another or an earlier training)"
-        elif where is not None and states(quote, field, value):
-            accepted[field] = (value, text[where[0]:where[1]])
-            spans[field] = where
-            continue
-        elif where is not None:
-            why = f"its quote {quote!r} does not state that value"
-        else:
+        where = locate(text, quote)
+        if where is None:
             why = f"its quote {quote!r} is not in the spec" if quote else "it quotes nothing of the spec"
+        elif not blanked[where[0]:where[1]].strip():
+            why = f"its quote {quote!r} is a background sentence (another or an earlier training)"
+        elif states(quote, field, value):
+            accepted[field] = (value, text[where[0]:where[1]], where)
+            continue
+        else:
+            why = f"its quote {quote!r} does not state that value"
         if field in defaults and value == defaults[field]:
             continue  # the family's default, not the LLM's claim
         kept = f"the default {show(defaults[field])}" if field in defaults else "the family's default"
@@ -130,7 +107,7 @@ def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, l
             rows.append({"field": field, "value": value, "from": "llm", "span": span,
                          "rule": None if span else "the LLM's choice: no keyword of the family in the spec, check it"})
         elif field in accepted and accepted[field][0] == value:
-            src.mark(*spans[field])  # a quote the plan still holds is understood
+            src.mark(*accepted[field][2])  # a quote the plan still holds is understood
             rows.append({"field": field, "value": show(value), "from": "llm", "span": accepted[field][1], "rule": None})
         else:
             rows.append({"field": field, "value": show(value), "from": "default", "span": None,
@@ -160,32 +137,26 @@ def _endpoints(llm: TaskSpec, text: str, rejected: list[str]) -> TaskSpec:
     return llm.model_copy(update={"static_models": models})
 
 
-def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple[Any, str]], rejected: list[str]) -> TaskSpec:
+def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple], rejected: list[str]) -> TaskSpec:
     """The base plan with the accepted values of `llm`: its seating too unless a structure row was rejected."""
-    structure_ok = not any(r.startswith(STRUCTURE) for r in rejected)
-    data = base.model_dump(mode="json")
     ours = llm.model_dump(mode="json")
-    data.update(name=ours["name"], title=ours["title"] or data["title"], description=ours["description"]
-                or data["description"])
+    data = {**base.model_dump(mode="json"), "name": ours["name"], "title": ours["title"] or base.title,
+            "description": ours["description"] or base.description}
+    seating = {key: ours[key] for key in ("teams", "servers", "static_models", "modes")}
+    structure_ok = not any(r.startswith(("modes", "wire.", "static_models.")) for r in rejected)
+    for i, server in enumerate(seating["servers"] if structure_ok else []):  # values only from accepted rows
+        for leaf in ("model_path", "port", "gpus"):
+            if f"servers.{i}.{leaf}" in accepted:
+                continue
+            if i < len(base.servers):
+                server[leaf] = getattr(base.servers[i], leaf)
+            else:
+                structure_ok = False
     if structure_ok:
-        for key in ("teams", "servers", "static_models", "modes"):
-            data[key] = ours[key]
-        for i, server in enumerate(data["servers"]):  # a server's values come only from accepted rows
-            theirs = base.servers[i] if i < len(base.servers) else None
-            for leaf in ("model_path", "port", "gpus"):
-                if f"servers.{i}.{leaf}" not in accepted:
-                    if theirs is None:
-                        structure_ok = False
-                    else:
-                        server[leaf] = getattr(theirs, leaf)
-    if not structure_ok:
-        data = {**base.model_dump(mode="json"), "name": data["name"], "title": data["title"],
-                "description": data["description"]}
-    for field, (value, _) in accepted.items():
-        if not field.startswith(("family", "modes", "wire.", "static_models.", "servers.")):
-            _set(data, field, value)
-        elif field.startswith("servers.") and structure_ok is False and field.split(".")[1].isdigit() \
-                and int(field.split(".")[1]) < len(data["servers"]):
+        data.update(seating)
+    for field, (value, *_) in accepted.items():  # a server's accepted values also onto the family's seating
+        if not field.startswith(("family", "modes", "wire.", "static_models.", "servers.")) or \
+                field.startswith("servers.") and not structure_ok:
             _set(data, field, value)
     reward = data["reward"]
     reward["description"] = f"win {reward['win']:g}, loss {reward['loss']:g}"
@@ -198,6 +169,6 @@ def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple[Any, str]], 
         return renderable(data)
     except ValueError:  # the accepted values do not fit together: the family's plan, all of the LLM's listed
         rejected.extend(f"{f} = {show(v)}: the LLM's values do not fit together; the plan keeps the default"
-                        for f, (v, _) in accepted.items())
+                        for f, (v, *_) in accepted.items())
         accepted.clear()
         return base.model_copy(update={"name": data["name"], "notes": data["notes"]})

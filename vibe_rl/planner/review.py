@@ -71,18 +71,17 @@ def _states(piece: str, value: Any) -> bool:
     if isinstance(value, (int, float)):
         for m in re.finditer(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[零一二两三四五六七八九十百千万]+", piece, re.IGNORECASE):
             try:
-                number = float(m.group()) if re.match(r"[-+\d]", m.group()) else to_int(m.group())
+                if (float(m.group()) if re.match(r"[-+\d]", m.group()) else to_int(m.group())) == value:
+                    return True
             except (ValueError, KeyError):
                 continue
-            if number == value:
-                return True
         return False
     return isinstance(value, str) and len(value) >= 2 and value.lower() in piece.lower()
 
 
 def _part(src: SpecText, start: int, end: int) -> str:
     """The comma part of its clause that holds [start, end) (widened to hold it all)."""
-    a, b = next(((pa, pb) for pa, pb in _pieces(src.text, *src.clause_of(start)) if pa <= start < pb), (start, end))
+    a, b = _piece_of(src, start) or (start, end)
     a, b = min(a, start), max(b, end)
     return src.text[a:b].strip(" \t\n-*:：,，").rstrip(".。 \n")
 
@@ -104,26 +103,18 @@ def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> 
                     return _part(src, a, b) if (a, b) != (start, end) else src.text[a:b].strip()
         return None
     if isinstance(value, dict):  # a role table: every seated role's count next to its word
-        said = []
-        for role, count in value.items():
-            hit = next(((a, b) for start, end in src.clauses() for a, b in _pieces(src.text, start, end)
-                        if count and re.search(roles.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)
-                        and _states(src.text[a:b], count)), None)
-            if hit and src.text[hit[0]:hit[1]].strip() not in said:
-                said.append(src.text[hit[0]:hit[1]].strip())
-        return " | ".join(said) or None
+        said = [next((src.text[a:b].strip() for a, b in _all_pieces(src)
+                      if count and re.search(roles.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)
+                      and _states(src.text[a:b], count)), None) for role, count in value.items()]
+        return " | ".join(dict.fromkeys(hit for hit in said if hit)) or None
     words = WORDS.get(leaf)
     if isinstance(value, (int, float)) and not words:
         return None
     for a, b in src.spans:
-        clause = src.clause_of(a)
-        for pa, pb in _pieces(src.text, *clause):
-            if not (pa <= a < pb):
-                continue
-            piece = src.text[pa:pb]
-            if _states(src.text[a:b] if isinstance(value, str) else piece, value) and \
-                    (words is None or re.search(words, piece, re.IGNORECASE)):
-                return _part(src, a, b)
+        piece = src.text[slice(*where)] if (where := _piece_of(src, a)) else None
+        if piece is not None and _states(src.text[a:b] if isinstance(value, str) else piece, value) and \
+                (words is None or re.search(words, piece, re.IGNORECASE)):
+            return _part(src, a, b)
     if isinstance(value, str) and len(value) >= 3:  # a path or a model name stated verbatim
         at = src.text.lower().find(value.lower())
         if at >= 0:
@@ -146,14 +137,20 @@ def _family_span(text: str, family: str) -> str | None:
     return text[hits[0][0]:hits[0][0] + len(hits[0][1])] if hits else None
 
 
+def _piece_of(src: SpecText, start: int) -> tuple[int, int] | None:
+    """The comma part of its clause that holds `start` (None on a comma)."""
+    return next(((a, b) for a, b in _pieces(src.text, *src.clause_of(start)) if a <= start < b), None)
+
+
+def _all_pieces(src: SpecText) -> list[tuple[int, int]]:
+    """The comma parts of every clause."""
+    return [piece for clause in src.clauses() for piece in _pieces(src.text, *clause)]
+
+
 def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """The comma parts of a clause."""
-    out, a = [], start
-    for m in re.finditer(r"[,，、;；]", text[start:end]):
-        out.append((a, start + m.start()))
-        a = start + m.end()
-    out.append((a, end))
-    return out
+    cuts = [(start + m.start(), start + m.end()) for m in re.finditer(r"[,，、;；]", text[start:end])]
+    return list(zip([start, *(b for _, b in cuts)], [*(a for a, _ in cuts), end], strict=True))
 
 
 def _rule(notes: list[str], field: str) -> str:
@@ -175,7 +172,7 @@ def review(spec: TaskSpec, text: str, planner: str, read: SpecText | None = None
     rows = []
     source = read if read is not None else SpecText(text)
     if read is None:  # an LLM's answer, or an edited plan: a value counts as stated only where the text says it
-        source.spans = [piece for clause in source.clauses() for piece in _pieces(text, *clause)]
+        source.spans = _all_pieces(source)
     roles = manifest.role_words if (manifest := _manifest(spec.family)) else {}
     for field, value in _rows_of(spec):
         span = _family_span(source.text, value) if field == "family" else \
@@ -237,19 +234,17 @@ def trained_but_static(spec: TaskSpec, text: str) -> list[tuple[str, str, str]]:
     model ('not trained', 'static', 'played by') says nothing."""
     out = []
     src = SpecText(_GAME_NAME.sub(lambda m: " " * len(m.group()), text))
+    pieces = _all_pieces(src)  # the first part that says so, in the spec's order
     roles = manifest.role_words if (manifest := _manifest(spec.family)) else {}
     for role in spec.roles:
         if any(spec.model_for_role(role, mode.name).kind == "server" for mode in spec.modes):
             continue
         words = roles.get(role, re.escape(role))
         said = rf"(?<![\w\u4e00-\u9fff])(?:{words}){_NEAR}{_VERB}|\b(?:train|训练)\s*(?:the\s+|only\s+the\s+)?(?:{words})"
-        for start, end in src.clauses():
-            hit = next((text[a:b].strip() for a, b in _pieces(src.text, start, end)
-                        if re.search(said, src.text[a:b], re.IGNORECASE) and not _NOT_TRAINED.search(src.text[a:b])),
-                       None)
-            if hit:
-                out.append((spec.modes[0].name, role, hit))
-                break
+        hit = next((text[a:b].strip() for a, b in pieces if re.search(said, src.text[a:b], re.IGNORECASE)
+                    and not _NOT_TRAINED.search(src.text[a:b])), None)
+        if hit:
+            out.append((spec.modes[0].name, role, hit))
     return out
 
 
@@ -259,12 +254,9 @@ def carry(rows: list[dict[str, Any]], old: dict[str, dict[str, Any]]) -> list[di
     out = []
     for row in rows:
         before = old.get(row["field"])
-        if before and before.get("value") == row["value"]:
-            out.append(before)
-        elif before:
-            out.append({**row, "rule": f"edited in the plan file (was {before.get('value')})"})
-        else:
-            out.append(row)
+        if before and before.get("value") != row["value"]:
+            before = {**row, "rule": f"edited in the plan file (was {before.get('value')})"}
+        out.append(before or row)
     return out
 
 
