@@ -83,7 +83,7 @@ NEGATION = r"(?:\bno\b|\bwithout\b|\bneither\b|\bnor\b|没有|不要|不设|不�
 _LIST_SEP = r"\s*(?:,|，|、|/|\bor\b|\band\b|\bnor\b|或|和|及|与)\s*(?:an?\s+|the\s+|any\s+)?"
 PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场|[:：(（])))"
                 rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}"
-                rf"|^[ \t]*players\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
+                rf"|^[ \t]*(?:players|玩家)\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
 ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
 PLURAL = {"werewolf": "werewolves", "witch": "witches"}
