@@ -144,6 +144,8 @@ def glued(text: str) -> tuple[str, list[str]]:
     return text, read
 
 
+# "- **GPUs**: 4", "**人数**：6": markdown emphasis around a key
+_BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])")
 # "Q: how many players? A: 8" -> "players: 8"; "who learns?" asks which roles train
 _QA = re.compile(r"^([ \t]*)(?:Q|问)[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)[ \t]*[:：.][ \t]*(\S.*)$",
                  re.MULTILINE)
@@ -176,14 +178,15 @@ def key_lines(text: str) -> tuple[str, list[str]]:
                      flags=re.IGNORECASE)
         return f"{m.group(1)}{key}: {m.group(3)}"
 
-    for pattern, replace, what in ((_QA, answer, "question-and-answer line(s) as 'question: answer'"),
+    for pattern, replace, what in ((_BOLD, r"\1", ""),  # emphasis says nothing: no note
+                                   (_QA, answer, "question-and-answer line(s) as 'question: answer'"),
                                    (_ASIDE_KEY, r"\1", "aside(s) between a key and its colon as the key's"),
                                    (_CAPS_KEY, lambda m: f"{m.group(1)}{m.group(2).lower()}=",
                                     "upper-case setting(s) ('NUM_PLAYERS=8') as settings"),
                                    (_DIFF, "", "diff pair(s) ('- key: old' then '+ key: new') as the new value"),
                                    (_SERVERS_TIMES, r"\1 \2 with \3 \4 each", "'N servers x M GPUs' as M GPUs each")):
         text, count = pattern.subn(replace, text)
-        if count:
+        if count and what:
             notes.append(f"Read {count} {what}.")
     lines = text.split("\n")
     for i, line in enumerate(lines):
