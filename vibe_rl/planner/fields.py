@@ -47,7 +47,7 @@ TRAINING = [
     Row("save_freq", en=(r"save[\s_-]*freq\w*", "save_every", r"save[\s_-]*steps", r"save[\s_-]*interval",
                          r"ckpt[\s_-]*(?:interval|freq\w*)", r"checkpoint[\s_-]*(?:interval|freq\w*)",
                          r"(?:save|checkpoint|ckpt)\w*(?:\s+(?:a|the))?(?:\s+(?:checkpoint|ckpt|model|weights))?\s+every"),
-        zh=("保存频率", "保存间隔", r"每(?:隔)?(?=\s*"+_N+r"\s*步\s*(?:保存|存))"), unit=("steps?", "updates?", r"步\s*(?:保存|存)")),
+        zh=("保存频率", "保存间隔", r"(?:save|保存)\s*每(?:隔)?", r"每(?:隔)?(?=\s*"+_N+r"\s*步\s*(?:保存|存))"), unit=("steps?", "updates?", r"步\s*(?:保存|存)")),
     Row("total_steps", en=(r"total[\s_-]*(?:training[\s_-]*)?(?:steps|updates)", r"max[\s_-]*steps",
                            r"num[\s_-]*(?:training[\s_-]*)?steps", r"training[\s_-]*steps", r"train[\s_-]*steps",
                            r"(?<!warmup )(?<!warm-up )(?<!_)steps(?=\s*[=:：])", r"(?:^|(?<=[\n,.;，。；:：]))\s*steps(?=\s+\d+(?!\w|\.\d)(?!\s*(?:per|each|of|times|x\b)))",

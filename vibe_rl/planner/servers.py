@@ -18,7 +18,7 @@ from vibe_rl.planner.text import NUM, Found, SpecText, part_around, to_int
 GPU_MODEL = r"(?:[ahbv]\d{2,3}|l\d{1,2}s?|(?:rtx\s*)?[1-5]0[5-9]0(?:\s*ti)?)s?"
 GPU = (rf"{NUM}\s*(?:[x*×]\s*)?(?:张|块|个|台)?\s*(?:gpus?|显卡|卡|cards?|{GPU_MODEL})(?![a-z0-9])"
        rf"|(?:gpus?|显卡|卡数|(?<![每各])卡|gpu\s*数量?)\s*(?:[:：=]|is|数为)\s*{NUM}"
-       rf"|(?:显卡|(?<![每各])卡)\s*(?:给你|给|用|有|共|一共)\s*{NUM}\s*(?:张|块)"  # "卡给你 8 张"
+       rf"|(?:显卡|(?<![每各])卡)\s*(?:给你|给|用|有|就|共|一共)\s*{NUM}\s*(?:张|块)"  # "卡给你 8 张"
        rf"|(?:gpus?|显卡)\s*{NUM}\s*(?:张|块)")  # "GPU 4 张"
 SERVER = rf"(?:swarm\s*)?(?:server|服务器)\s*#?{NUM}(?![\d.])(?!\s*(?:张|块|个)?\s*(?:卡|gpus?\b|显卡|cards?))"
 PORT = r"(?:端口|ports?)\s*(?:号)?\s*(?:[:：=]|is|are|of)?\s*(\d{2,5})((?:\s*(?:,|，|、|/|and|和|与)\s*\d{4,5})*)"
@@ -26,7 +26,7 @@ PER_SERVER = (r"\beach\b|\bper\s+(?:swarm\s+)?server\b|apiece|分别|各(?:自|�
               r"(?:server|服务器)|every server|每台")
 EACH_SERVER = (r"each (?:swarm )?server|every server|per (?:swarm )?server|每(?:个|台)?\s*(?:swarm\s*)?(?:server|服务器)|每台"
                r"|(?:两|2|both)\s*(?:个|台)?\s*(?:swarm\s*)?(?:servers?|服务器)\s*(?:各|each|分别)|both servers")
-TOTAL = r"in total|\btotal\b|in all|altogether|总共|一共|共计?|总计|合计"
+TOTAL = r"in total|\btotal\b|in all|altogether|总共|一共|共计?(?![用享])|总计|合计"  # "共用" shares
 MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r"agent_roll(?!_adv)"}
 
 

@@ -35,7 +35,8 @@ _COUNT_HEADER = re.compile(r"count|number|num|#|seats?|players?|数量|人数|�
 
 def tables(text: str) -> tuple[str, int]:
     """Markdown table rows as "key: value" lines; (text, rows rewritten). In a role table the column headed
-    'count' / '数量' (a number in it) counts the row's seats: one row is one record, "2 werewolf: /m/q7b"."""
+    'count' / '数量' (a number in it) counts the row's seats: one row is one record, "2 werewolf: /m/q7b", and the
+    rows are a "roles:" block (the whole table: a role it leaves out has no seat)."""
     lines, out, header, count = text.split("\n"), [], None, 0
     for i, line in enumerate(lines):
         if not _ROW.match(line):
@@ -54,9 +55,11 @@ def tables(text: str) -> tuple[str, int]:
         labelled = header is not None and len(header) == len(cells)
         counted = next((j for j in range(1, len(cells)) if labelled and re.fullmatch(r"\d+", cells[j])
                         and _COUNT_HEADER.fullmatch(header[j].strip())), None)
-        if counted is not None:
+        if counted is not None:  # a role table with a count column is the whole table: a "roles:" block
+            if out[-1] == "" and not out[-1 - (len(out) > 1)].startswith("  "):
+                out[-1] = "roles:"
             rest = [c for j, c in enumerate(cells[1:], 1) if j != counted and c]
-            out.append(f"{cells[counted]} {cells[0]}: {', '.join(rest)}")
+            out.append(f"  {cells[counted]} {cells[0]}: {', '.join(rest)}")
         elif labelled and re.match(r"[-+]?\d|/", cells[0]):  # a header row of keys over a row of values
             out.append(", ".join(f"{h} = {c}" for h, c in zip(header, cells, strict=True)))
         elif len(cells) > 2 and labelled:
