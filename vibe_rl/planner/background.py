@@ -1,5 +1,6 @@
 """Background sentences: what the writer did before, elsewhere or last time ("last year I tried 10 players",
-"I used PPO on a different project", "上次每 15 步存一次，结果盘满了", "our previous config had batch_size: 64").
+"I used PPO on a different project", "上次每 15 步存一次，结果盘满了", "our previous config had batch_size: 64"), or
+might do later ("if it diverges we drop the lr to 1e-7", "如果显存不够就改成 batch 8", "maybe later 16 GPUs").
 
 They describe another training, not this one, so no rule may read them: a number there never sets a field,
 a method there never refuses the spec, and a value there never contradicts this spec's value. Each such part
@@ -36,9 +37,15 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
        r"\bback\s+then\b|\bin\s+the\s+past\b|\bwhen\s+(?:i|we)\s+(?:did|ran|tried|trained|used|had)\b|"
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b|\bin\s+v\d+\b|"
-       r"\b(?:my|our|the)\s+(?:last|previous|earlier|first|old)\s+(?:attempt|try|version|round of experiments)\b")
-_ZH = r"\bv\d+\s*(?:的时候|时)|那时候?|上一?次|上一?回|上一?版|上个版本|旧版|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时"
-MARKER = re.compile(rf"{_EN}|{_ZH}", re.IGNORECASE)
+       r"\b(?:my|our|the)\s+(?:last|previous|earlier|first|old)\s+(?:attempt|try|version|round of experiments)\b|"
+       r"\bmaybe\s+later\b|\blater\s+(?:we|i)\s+(?:might|may|could|can|will)\b|\bin\s+the\s+future\b|\beventually\b")
+# A possible later training, a value for a case that may come ("if it diverges we drop the lr to 1e-7", "如果显存不够就
+# 改成 batch 8"); a condition in the game's rules ("如果平票就再投一次") is no such case
+_IF = (r"\bif\s+(?:it|that|this|training|the\s+run|memory|we)\s+(?:diverges?|ooms?|crash\w*|fails?|is\s+too|runs?\s+"
+       r"out|collapses?|blows|does\s*n[o']t|see|hit)|(?:如果|要是|万一|假如)(?=[^，。；\n]{0,12}?(?:显存|内存|太慢|慢|不收敛|"
+       r"发散|崩|不够|OOM|爆))")
+_ZH = r"\bv\d+\s*(?:的时候|时)|那时候?|上一?次|上一?回|上一?版|上个版本|旧版|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时|以后可能|将来|后续可能"
+MARKER = re.compile(rf"{_EN}|{_ZH}|{_IF}", re.IGNORECASE)
 # Markers that close their part ("PPO on a different project", "10 players a year ago"): the part starts before
 # them, at the start of their comma part; every other marker starts its part ("上周那版 lr 太大", "last time ...")
 TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the)\s|\banother\b|\bago\b|\bback\s+then\b|\bin\s+the\s+past\b|"
@@ -72,12 +79,13 @@ def blank_background(text: str) -> tuple[str, list[str]]:
             while (more := _BLOCK_LINE.match(text, stop)) is not None:
                 stop = more.end()
         part = text[head:stop].strip(" ,，、:：\n")
-        if not re.search(r"\d|[零一二两三四五六七八九十]|[A-Za-z]{2}", part):
+        if not re.search(r"\d|[零一二两三四五六七八九十]|[A-Za-z]{2}", part) or (
+                re.fullmatch(_IF, marker.group(), re.IGNORECASE) and not re.search(r"\d", part)):  # "ping me if it OOMs"
             continue
         chars[head:stop] = [c if c.isspace() else " " for c in chars[head:stop]]
         parts.append(part)
     quoted = "; ".join(repr(p if len(p) <= 80 else p[:77] + "...") for p in parts)
-    note = (f"Read as background (another or an earlier training), not as settings of this one: {quoted}. "
+    note = (f"Read as background (another, an earlier or a possible later training), not as settings of this one: {quoted}. "
             "State a value as this training's to have it planned.")
     return "".join(chars), [note] if parts else []
 

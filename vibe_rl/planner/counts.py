@@ -100,6 +100,9 @@ def rewrite_counts(text: str) -> tuple[str, list[str]]:
 
     text = _OF_THE.sub(of_the, text)
     text = _OF_THEM.sub(r"\1 of whom are ", text)  # "eight players, two of them spies"
+    text = re.sub(rf"\b{NUM}-(spy|spies|werewolf|werewolves|wolf|wolves)\b",  # "a two-spy game"
+                  lambda m: f"{m.group(1)} {'spies' if m.group(2).startswith('sp') else 'werewolves'}", text,
+                  flags=re.IGNORECASE)
     text, seats = _TWO_SEATS.subn("2 名玩家", text)
     if seats:
         notes.append("Read '两人' / '双人' (two-person game) as 2 players.")

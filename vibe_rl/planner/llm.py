@@ -39,7 +39,7 @@ exact words of the description that state it, copied verbatim (a number must app
 model name too). Fields are named as: family, gpus, game.<parameter>, servers.<i>.model_path, servers.<i>.port,
 servers.<i>.gpus, static_models.<i>.name, training.<field>, reward.win, reward.loss, modes (the mode list),
 wire.<mode>.<role> (the model that plays a role in a mode). A value without a quote from the description, or
-one quoted from a background sentence (another or an earlier training), is not used: keep the default and copy
+one quoted from a background sentence (another, an earlier or a possible later training), is not used: keep the default and copy
 the clause into `unparsed` instead. Answer with the JSON object only."""
 
 

@@ -88,7 +88,7 @@ def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, l
         if where is None:
             why = f"its quote {quote!r} is not in the spec" if quote else "it quotes nothing of the spec"
         elif not blanked[where[0]:where[1]].strip():
-            why = f"its quote {quote!r} is a background sentence (another or an earlier training)"
+            why = f"its quote {quote!r} is a background sentence (another, an earlier or a possible later training)"
         elif states(quote, field, value):
             accepted[field] = (value, text[where[0]:where[1]], where)
             continue
