@@ -6,8 +6,9 @@ correction's own value phrase is removed. Each rewrite is said in a note naming 
 A correction starts at a marker ("actually", "no wait", "make that", "改成", "不对", ...) and runs to the end of
 its sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the
 latest earlier value of the same kind (the same field, GPU count, player count, port, path or model name; the
-same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the value
-said just before the marker. A value with no earlier one of its kind is left alone: it is new, not a fix.
+same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest
+value of the kind a field word right before the marker names ("batch 改为 16"), else the value said just before
+the marker on the same line. A value with no earlier one of its kind is left alone: it is new, not a fix.
 """
 
 from __future__ import annotations
@@ -80,13 +81,16 @@ def _earlier(text: str, end: int, kind: str | None, scope: str) -> Value | None:
     return max(pick, key=lambda v: v.start) if pick else None
 
 
-def _edits(text: str, start: int, end: int) -> tuple[list[tuple[int, int, str]], list[str]]:
-    """(edits (start, end, replacement), notes) for a correction in text[start:end]."""
+def _edits(text: str, start: int, end: int, lead: tuple[int, int]) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """(edits (start, end, replacement), notes) for a correction in text[start:end]; text[slice(*lead)] is its
+    comma part before the marker, whose field word names a bare number's kind ("batch 改为 16")."""
     fixes = [(old, new.text, new.start, new.end) for new in _values(text, start, end)
              if (old := _earlier(text, start, new.kind, _scope(text, new.start))) is not None]
     bare = None if fixes else re.match(_BARE, text[start:end], re.IGNORECASE)
-    old = _earlier(text, start, None, "") if bare else None
-    if old is not None and start - old.end <= 60:
+    said_before = f"{text[slice(*lead)]} {bare.group(1)}" if bare else ""
+    kind = next((v.kind for v in _values(said_before, 0, len(said_before)) if v.text == bare.group(1)), None)
+    old = _earlier(text, lead[1] if kind else start, kind, "") if bare else None
+    if old is not None and (kind or (start - old.end <= 60 and "\n" not in text[old.end:start])):
         fixes = [(old, bare.group(1), start + bare.start(1), start + bare.end(1))]
     said = text[start:end].strip(" ,，")
     said = said if len(said) <= 60 else said[:57] + "..."
@@ -106,7 +110,8 @@ def apply_corrections(text: str) -> tuple[str, list[str]]:
         else:
             start = marker.end()
             end = next((m.start() for m in _END.finditer(text, start)), len(text))
-        edits, said = _edits(text, start, end)
+        lead = (max(text.rfind(c, 0, marker.start()) for c in ",，;；。\n") + 1, marker.start())
+        edits, said = _edits(text, start, end, lead)
         notes += said
         for a, b, new in sorted(edits, reverse=True):
             text = text[:a] + new + text[b:]

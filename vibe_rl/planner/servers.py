@@ -141,7 +141,8 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
             gpus = re.search(GPU, src.text[a:b], re.IGNORECASE)
             if gpus and not re.search(TOTAL, src.text[a:b], re.IGNORECASE):
                 found = Found(to_int(next(g for g in gpus.groups() if g)), a + gpus.start(), a + gpus.end())
-                each = re.search(PER_SERVER, src.text[a:b], re.IGNORECASE)  # "/a ..., /b ..., 4 GPUs each"
+                # "/a ..., /b ..., 4 GPUs each", "各 4 卡"; not a "各自一台服务器：" said before the first path
+                each = re.search(PER_SERVER, src.text[a + max(0, gpus.start() - 3):b], re.IGNORECASE)
                 for i in sorted({i for _, _, i in segments if i is not None}) if each else [index]:
                     servers[i].gpus = servers[i].gpus or found
     return dict(servers), loose_ports
