@@ -32,7 +32,7 @@ _LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(
 # "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "学习者后手"
 SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|takes|is\s+in|is|gets|in|[:：=])?\s*"
         rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走|[:：=])?\s*"
-        rf"(?:[红黑白]\s*(?:方|棋)?\s*)?(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
+        rf"(?:(?:[红黑白]|white|black|red)\s*(?:方|棋|stones?|pieces?)?\s*[(（]?\s*)?(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
 PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+)"
 # "模型自己下后手", "我方先手": the learner's side said of 'ourselves'

@@ -46,7 +46,8 @@ GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?!\s*[:：=]\s*\d)(?=\s+(?:with|on
              rf"agents?|project|where|whose|in\s+which)\b|\s*[:(.;：（]|\s*$)"
              rf"|({_WOLF})(?=\s+(?:game|rl|self-play|environment|env)\b)"
              rf"|(?:game|round|rounds)\s+of\s+(?:the\s+)?({_WOLF})\b"
-             rf"|(?<=[:：])\s*({_WOLF})(?=\s*[,，;；])")  # "Quick one: werewolves, seer trains"
+             rf"|(?<=[:：])\s*({_WOLF})(?=\s*[,，;；])"  # "Quick one: werewolves, seer trains"
+             rf"|^[\s#*-]*(?:in|for|on)\s+(?:a\s+|the\s+)?({_WOLF})(?=\s*[(（,，])")  # "In werewolves (standard 9), ..."
 
 
 def without_game_name(text: str) -> str:
@@ -288,7 +289,9 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
     for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", without_game_name(facts.text)):  # lines, sentences
         pending: list[str] = []
         listed = None  # the side of a "key: roles" segment ("trainable: seer, witch"): its list goes on after commas
-        for segment in re.split(r"[,，]|\b(?:while|whereas|but)\b|而|但", line):  # "A train while B are static"
+        # "A train while B are static", "only the wolves train and the rest use gpt-4o"
+        for segment in re.split(r"[,，]|\b(?:while|whereas|but)\b|\band\b(?=\s+(?:the\s+rest|the\s+others|all\s+others|"
+                                r"everyone\s+else|everybody\s+else)\b)|而|但", line):
             roles, side = _segment(segment, seats, names)
             if side is None:
                 pending += roles

@@ -51,10 +51,10 @@ TRAINING = [
     Row("total_steps", en=(r"total[\s_-]*(?:training[\s_-]*)?(?:steps|updates)", r"max[\s_-]*steps",
                            r"num[\s_-]*(?:training[\s_-]*)?steps", r"training[\s_-]*steps", r"train[\s_-]*steps",
                            r"(?<!warmup )(?<!warm-up )(?<!_)steps(?=\s*[=:：])", r"(?:^|(?<=[\n,.;，。；:：]))\s*steps(?=\s+\d+(?!\w|\.\d)(?!\s*(?:per|each|of|times|x\b)))",
-                           r"(?:train|stop|end|finish|halt|run)\w*(?:\s+(?:training|it))?\s+(?:for|after|at)(?=\s+"+_N+r"\s*" + _STEPS + ")",
+                           r"(?:train|stop|end|finish|halt|run)\w*(?:\s+(?:training|it))?\s+(?:for|after|at|until)(?=\s+"+_N+r"\s*" + _STEPS + ")",
                            r"total(?:\s+of)?(?=\s+"+_N+r"\s*" + _STEPS + ")"),
         zh=("总步数", "训练步数", "最大步数", r"(?<!热身)(?<!预热)(?<!保存)(?<!评估)(?<!日志)(?<!间隔)步数",
-            r"(?:训练|跑)(?=\s*"+_N+r"\s*(?:步|个?\s*steps?))", r"(?:总共|共)(?=\s*"+_N+r"\s*步)",
+            r"(?:训练|跑)到?(?=\s*"+_N+r"\s*(?:步|个?\s*steps?))", r"(?:总共|共)(?=\s*"+_N+r"\s*步)",
             # "N steps" alone in its comma part ("who is spy, 8 GPUs, 100 steps.", "，200 步，"), after a verb at most
             r"(?:\A|(?<=[\n,，;；:：。(（])|(?<=\.\s))\s*(?:(?:please|then|just|use|run|train|training|for|do|with|it|total|of|"
             r"训练|跑|用|共|总共)\s*)*(?="+_N+r"\s*(?:steps|步)(?=\s*(?:\Z|[\n,，.;；。!)）])))"),
