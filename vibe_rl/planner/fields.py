@@ -29,8 +29,10 @@ _PER_STEP = r"(?:per|每|an?|each)\s*(?:batch|update|step|批|iteration|training
 # The training fields (TaskSpec.training): one row each. Words are regex fragments (vibe_rl.planner.table).
 TRAINING = [
     Row("batch_size", en=(rf"{_NOT_MICRO}batch[\s_-]*size", "batchsize", "bs", "bsz", rf"{_NOT_MICRO}batch(?:\s+of)?",
-                          r"(?:tasks|groups|prompts)\s+per\s+(?:batch|update|step)"),
-        zh=("批大小", "批次大小", "批量大小", "批量", r"batch\s*大小", r"[每一](?:批|次更新|步|个\s*step)(?=\s*"+_N+r"\s*(?:个任务|组|局|个\s*prompts?|个题|道题))"),
+                          r"(?:tasks|groups|prompts)\s+per\s+(?:batch|update|step)",
+                          r"(?:each|every)\s+(?:update|step|batch)\s+(?:uses|has|takes|trains\s+on)(?=\s+"+_N+r"\s+"
+                          r"(?:tasks|groups|prompts))"),
+        zh=("批大小", "批次大小", "批量大小", "批量", r"batch\s*大小", r"[每一](?:批|次更新|步|个\s*step)\s*(?:用|使用)?(?=\s*"+_N+r"\s*(?:个任务|组|局|个\s*prompts?|个题|道题))"),
         after=(rf"(?:tasks|groups|games|prompts|questions|seeds|个任务|个\s*prompts?|组)\s*{_PER_STEP}",)),
     Row("grpo_n", en=(r"grpo[\s_-]*n", r"num[\s_-]*repeats?", r"n[\s_-]*repeat", r"group[\s_-]*size", r"num[\s_-]*generations",
                       r"n[\s_-]*samples[\s_-]*per[\s_-]*prompt", r"num[\s_-]*samples", r"n[\s_-]samples", r"(?-i:G)(?=\s*[=:：])",
