@@ -20,7 +20,7 @@ from vibe_rl.planner.common import (
     static_opponent,
     training,
 )
-from vibe_rl.planner.facts import Facts, Found
+from vibe_rl.planner.facts import DRAW, Facts, Found
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
@@ -37,11 +37,6 @@ SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|
 PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+)"
 # "模型自己下后手", "我方先手": the learner's side said of 'ourselves'
 OWN_SIDE = r"(?:自己|我方|我们(?:的模型)?)\s*(?:下|执|走|是)?\s*(?:[红黑白]\s*(?:方|棋)?)?\s*(先手|后手)"
-# "draw 0", "a draw gives the learner 0", "ties score 0.5", "draw counts as 0.2", "平局 0", "平 0"; "0 for a draw"
-DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*"
-        r"(?:gives|=|:|：|is|are|scores?|gets|pays|counts\s+as|is\s+worth|->|→|为|得)?\s*"
-        r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|\w|%)"
-        r"|(?<![\w.])([-+]?\d+(?:\.\d+)?)\s+for\s+(?:a\s+)?(?:draw|tie)\b")
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 

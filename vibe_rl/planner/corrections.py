@@ -87,11 +87,12 @@ def _edits(text: str, start: int, end: int, lead: tuple[int, int]) -> tuple[list
     fixes = [(old, new.text, new.start, new.end) for new in _values(text, start, end)
              if (old := _earlier(text, start, new.kind, _scope(text, new.start))) is not None]
     bare = None if fixes else re.match(_BARE, text[start:end], re.IGNORECASE)
-    said_before = f"{text[slice(*lead)]} {bare.group(1)}" if bare else ""
-    kind = next((v.kind for v in _values(said_before, 0, len(said_before)) if v.text == bare.group(1)), None)
-    old = _earlier(text, lead[1] if kind else start, kind, "") if bare else None
-    if old is not None and (kind or (start - old.end <= 60 and "\n" not in text[old.end:start])):
-        fixes = [(old, bare.group(1), start + bare.start(1), start + bare.end(1))]
+    if bare:
+        said_before = f"{text[slice(*lead)]} {bare.group(1)}"  # "batch" + "16": the field word names the kind
+        kind = next((v.kind for v in _values(said_before, 0, len(said_before)) if v.text == bare.group(1)), None)
+        old = _earlier(text, lead[1] if kind else start, kind, "")
+        if old is not None and (kind or (start - old.end <= 60 and "\n" not in text[old.end:start])):
+            fixes = [(old, bare.group(1), start + bare.start(1), start + bare.end(1))]
     said = text[start:end].strip(" ,，")
     said = said if len(said) <= 60 else said[:57] + "..."
     return ([edit for old, new, a, b in fixes for edit in ((old.vstart, old.vend, new), (a, b, ""))],

@@ -17,9 +17,10 @@ pattern order, then text order; matches that overlap an earlier one are dropped.
   otherwise left unmarked, so it is listed in `unparsed`.
 
 Rewritten phrasings (`rewrite_counts`): "2 of the 6 players are spies" / "1 out of 5 players is the spy" ->
-"6 players, 2 of whom are spies", so each family's rules read both numbers; "两人对局" / "双人对战" ->
+"6 players, 2 of whom are spies", so each family's rules read both numbers; "two of them spies" -> "two of whom
+are spies"; "a two-spy game" -> "two spies"; "两人对局" / "双人对战" ->
 "2 名玩家对局" (a player count every family reads); a bare "N 人" alone in its part or before a role count ("，2 人，",
-"谁是卧底 6 人 1 卧底") -> "N 名玩家".
+"谁是卧底 6 人 1 卧底") or spoken ("12个人那种") -> "N 名玩家".
 """
 
 from __future__ import annotations

@@ -89,8 +89,12 @@ _BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|赢|输|\bwinners?|\bloser
 # A goal of the game, not a reward: "the first player to bank 30 points wins", "reach 100 points", "先到 30 分"
 _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
          r"(\d+(?:\.\d+)?)")
-# A draw's value, not a win's or a loss's: "和棋 0", "draws give 0.5", "平 0"
-_DRAW_VALUE = r"(?:\bdraws?|\bties?|平局|和棋|和局|[平和](?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*(?:gives|=|:|：|is|gets|为|得)?\s*(?:the\s+learner\s*)?([-+]?\d+(?:\.\d+)?)"
+# A draw's value (never a win's or a loss's; turn_based plans it as game.draw_reward): "draw 0", "a draw gives the
+# learner 0", "ties score 0.5", "draw counts as 0.2", "和棋 0", "平局 0", "平 0"; "0 for a draw"
+DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*"
+        r"(?:gives|=|:|：|is|are|scores?|gets|pays|counts\s+as|is\s+worth|->|→|为|得)?\s*"
+        r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|\w|%)"
+        r"|(?<![\w.])([-+]?\d+(?:\.\d+)?)\s+for\s+(?:a\s+)?(?:draw|tie)\b")
 
 
 def rewards(src: SpecText) -> tuple[float | None, float | None]:
@@ -121,7 +125,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
                 continue
             words = sorted((m.start(), kind) for kind, pattern in (("win", WIN_WORDS), ("loss", LOSS_WORDS))
                            for m in re.finditer(pattern, segment, re.IGNORECASE))
-            goals = [m.span(1) for p in (_GOAL, _DRAW_VALUE) for m in re.finditer(p, segment, re.IGNORECASE)]
+            goals = [m.span(m.lastindex) for p in (_GOAL, DRAW) for m in re.finditer(p, segment, re.IGNORECASE)]
             numbers = [n for n in re.finditer(_SIGNED, segment) if n.span(1) not in goals]
             kinds = [k for i, (_, k) in enumerate(words) if i == 0 or k != words[i - 1][1]]
             if not words or len(numbers) != len(kinds):

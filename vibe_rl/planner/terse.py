@@ -8,8 +8,14 @@
 - glued terse tokens: "bs8 n4 lr1e-6 steps300" -> "bs: 8, n: 4, lr: 1e-6, steps: 300"; "6p 1spy 4gpu" ->
   "6 players, 1 spy, 4 GPUs";
 - abbreviations of the games: "wis" -> "who is spy", "ww" -> "werewolves";
-- misspellings of the words the rules key on ("bacth size", "learing rate", "civilans") as the word meant.
-Every rewrite of a kind is said in one note.
+- misspellings of the words the rules key on ("bacth size", "learing rate", "civilans") as the word meant;
+- key lines (`key_lines`, first): "Q: how many players? A: 8" -> "players: 8"; an aside before a key's colon
+  dropped ("players (total): 7"); "NUM_PLAYERS=8" -> "num_players=8" (never a *_URL, *_KEY, *_TOKEN variable);
+  a diff's "- batch_size: 32" / "+ batch_size: 16" -> "batch_size: 16"; "Batch — 16" -> "Batch: 16"; bold keys
+  as plain keys; "2 servers x 4 GPUs" -> "2 servers with 4 GPUs each";
+- a markdown header row of keys over a row of values: "players = 6, spies = 2, ..."; a role table with a count
+  column as a "roles:" block (the whole table).
+Every rewrite of a kind is said in one note (bold keys in none: emphasis says nothing).
 
 A word is corrected only when it is one edit away from a vocabulary word (two letters swapped, one letter
 missing, or one letter doubled or inserted) and is not itself a word a spec uses for something else
@@ -191,12 +197,12 @@ def key_lines(text: str) -> tuple[str, list[str]]:
         text, count = pattern.subn(replace, text)
         if count and what:
             notes.append(f"Read {count} {what}.")
-    lines = text.split("\n")
+    lines, dashed = text.split("\n"), 0
     for i, line in enumerate(lines):
         parts = _DASH.split(line)
         if len(parts) > 1 and not re.search(r"[:：=]", parts[0]):
-            lines[i] = parts[0] + ": " + ", ".join(parts[1:])
-            notes += [] if any("dash" in n for n in notes) else ["Read a dash before a value ('Batch — 16') as a colon."]
+            lines[i], dashed = parts[0] + ": " + ", ".join(parts[1:]), dashed + 1
+    notes += ["Read a dash before a value ('Batch — 16') as a colon."] if dashed else []
     return "\n".join(lines), notes
 
 
