@@ -1,4 +1,5 @@
-"""Template families: folders under templates/<family>/ with a manifest.yaml and a project/ folder.
+"""Template families: folders under templates/<family>/ with a manifest.yaml and a project/ folder (and, for
+the offline planner, rules.py and its vocabulary words.yaml).
 
 Library code reads templates as files and never imports them. The folder is found through
 $VIBE_RL_TEMPLATES, else next to the package (an editable install or a source checkout).
@@ -6,6 +7,7 @@ $VIBE_RL_TEMPLATES, else next to the package (an editable install or a source ch
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -150,6 +152,28 @@ def load_family(name: str, root: Path | None = None) -> Manifest:
     if not manifest.project_dir.is_dir():
         raise TemplateError(f"Family {name} has no {PROJECT_DIR}/ folder with files to render ({manifest.project_dir})")
     return manifest
+
+
+@functools.cache
+def family_words(folder: str | Path, file: str = "words.yaml") -> dict[str, Any]:
+    """A word table (the offline planner's vocabulary of a family: `words.yaml` in its folder): name -> regex.
+
+    A value that is a list is alternatives (joined with "|", one per line so that each reads alone); a mapping
+    is a table of such values (e.g. role -> its words). `folder` may be a file in the folder (a rules.py's
+    `__file__`)."""
+    folder = Path(folder)
+    path = (folder.parent if folder.is_file() else folder) / file
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise TemplateError(f"The word table {path} could not be read ({exc}): restore it from the checkout.") from exc
+
+    def regex(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: regex(v) for k, v in value.items()}
+        return "|".join(map(str, value)) if isinstance(value, list) else str(value)
+
+    return regex(data or {})
 
 
 def list_families(root: Path | None = None) -> list[Manifest]:
