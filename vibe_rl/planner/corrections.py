@@ -1,9 +1,10 @@
 """Corrections inside a spec ("100 steps. Actually use 200 steps", "后来改成 200 步", "make that 8 GPUs", "no wait,
 batch 32"): the later value wins. The text is rewritten before any rule reads it: the earlier value is replaced
-by the corrected one where it stood (so its context, e.g. "server 2 uses 4 GPUs", still applies) and the
+by the corrected one wherever it stood (so its context, e.g. "server 2 uses 4 GPUs", still applies) and the
 correction's own value phrase is removed. Each rewrite is said in a note naming the value it replaced.
 
-A correction starts at a marker ("actually", "no wait", "make that", "改成", "不对", ...) and runs to the end of
+A correction starts at a marker ("actually", "no wait", "make that", "make the batch size 16", "bump the lr to
+3e-6", "改成", "降到", "不对", ...) and runs to the end of
 its sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the
 latest earlier value of the same kind (the same field, GPU count, player count, port, path or model name; the
 same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest
@@ -23,8 +24,9 @@ from vibe_rl.planner.text import CN_NUMBER, MODEL_NAME, NUM, WORD_NUMBER
 
 MARKERS = (r"\bactually\b[,，]?|\bno[,，]?\s+wait\b[,，:]?|\bwait\s*[,，:—]|\bmake\s+(?:that|it)\b|\bscratch\s+that\b[,，]?|"
            r"\bcorrection\s*[:：,，]|\bi\s+mean\b[,，]?|\bi\s+meant\b|\bon\s+second\s+thought\b[,，]?|"
-           r"\bchange\s+(?:that|it)\s+to\b|\bsorry\s*[,，]|\boops\b[,，]?|\bcorrect(?:ed)?\s+to\b|\bupdate\s*[:：]|"
-           r"后来(?:又)?(?:改|换)(?:成|为|到)|(?:改|换)(?:成|为|到)|更正(?:为|一下)?[:：，,]?|纠正(?:一下)?[:：，,]?|"
+           r"\bchange\s+(?:that|it)\s+to\b|\bmake\s+the\b(?=[\w\s-]{1,25}?\d)|"
+           r"\b(?:bump|raise|lower|reduce|increase|decrease|drop|cut|change|switch|set)\s+(?=[\w\s.-]{1,25}?\s+to\s+\d)|\bsorry\s*[,，]|\boops\b[,，]?|\bcorrect(?:ed)?\s+to\b|\bupdate\s*[:：]|"
+           r"后来(?:又)?(?:改|换)(?:成|为|到)|(?:改|换|调|降|减|升|增|改小|改大|调小|调大|降低|提高)(?:成|为|到|至)|更正(?:为|一下)?[:：，,]?|纠正(?:一下)?[:：，,]?|"
            r"不对[,，]?|哦不[,，]?|噢不[,，]?|算了[,，]?|应该是|修改为|重新设为")
 _MARKER = re.compile(rf"{MARKERS}|(?P<instead>\binstead\b(?!\s+of))", re.IGNORECASE)
 _END = re.compile(r"\n|[;。；!?！？]|\.(?=\s|$)")
@@ -95,7 +97,10 @@ def _edits(text: str, start: int, end: int, lead: tuple[int, int]) -> tuple[list
             fixes = [(old, bare.group(1), start + bare.start(1), start + bare.end(1))]
     said = text[start:end].strip(" ,，")
     said = said if len(said) <= 60 else said[:57] + "..."
-    return ([edit for old, new, a, b in fixes for edit in ((old.vstart, old.vend, new), (a, b, ""))],
+    # the old value is replaced wherever it was said ("batch size 32. ... batch 32 won't fit, make the batch size 16")
+    same = [(v, new) for old, new, _, _ in fixes for v in _values(text, 0, start)
+            if (v.kind, v.text, _scope(text, v.start)) == (old.kind, old.text, _scope(text, old.start))]
+    return ([(v.vstart, v.vend, new) for v, new in same] + [(a, b, "") for *_, a, b in fixes],
             [f"The spec corrects {old.kind}: {new} replaces {old.text} (said later: '{said}')."
              for old, new, _, _ in fixes])
 

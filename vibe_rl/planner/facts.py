@@ -97,6 +97,9 @@ DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](
         r"|(?<![\w.])([-+]?\d+(?:\.\d+)?)\s+for\s+(?:a\s+)?(?:draw|tie)\b")
 
 
+DEDUCT = r"(?:扣|减|罚|\bcosts?|\bminus|\bpenal(?:ty|i[sz]ed)(?:\s+of)?|\bdeducts?|\btakes?\s+away)\s*$"
+
+
 def rewards(src: SpecText) -> tuple[float | None, float | None]:
     """Win and loss rewards: in each comma/semicolon segment of a clause naming an outcome, the outcome words
     and the numbers are paired in order ("reward 1 for the winners, 0 for the losers", "胜者奖励 1，败者 0",
@@ -132,8 +135,8 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
                 continue
             placed = 0
             for kind, number in zip(kinds, numbers, strict=True):
-                value = float(number.group(1))  # "输的一方扣 1 分": a deduction is negative
-                value = -abs(value) if re.search(r"(?:扣|减|罚)\s*$", segment[:number.start(1)]) else value
+                value = float(number.group(1))  # "输的一方扣 1 分", "a loss costs 1 point": a deduction is negative
+                value = -abs(value) if re.search(DEDUCT, segment[:number.start(1)], re.IGNORECASE) else value
                 if found[kind] not in (None, value):
                     continue  # a second, different value: left unmarked, so it is reported
                 found[kind] = value

@@ -9,7 +9,8 @@
   "6 players, 1 spy, 4 GPUs";
 - abbreviations of the games: "wis" -> "who is spy", "ww" -> "werewolves";
 - misspellings of the words the rules key on ("bacth size", "learing rate", "civilans") as the word meant;
-- key lines (`key_lines`, first): "Q: how many players? A: 8" -> "players: 8"; an aside before a key's colon
+- key lines (`key_lines`, first): "Q: how many players? A: 8" -> "players: 8", also a chat's question answered by a
+  number on the next line ("bob: how many gpus?" / "alice: 4."); an aside before a key's colon
   dropped ("players (total): 7"); "NUM_PLAYERS=8" -> "num_players=8" (never a *_URL, *_KEY, *_TOKEN variable);
   a diff's "- batch_size: 32" / "+ batch_size: 16" -> "batch_size: 16"; "Batch — 16" -> "Batch: 16"; bold keys
   as plain keys; "2 servers x 4 GPUs" -> "2 servers with 4 GPUs each";
@@ -158,6 +159,10 @@ _BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])")
 # "Q: how many players? A: 8" -> "players: 8"; "who learns?" asks which roles train
 _QA = re.compile(r"^([ \t]*)(?:Q|问)[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)[ \t]*[:：.][ \t]*(\S.*)$",
                  re.MULTILINE)
+# a chat: "bob: how many gpus?" then "alice: 4. batch 32" -> "gpus: 4. batch 32" (a number opens the next line)
+_SPEAKER = r"(?:[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*)?"
+_CHAT_QA = re.compile(rf"^([ \t]*){_SPEAKER}((?:how many|how much|number of|几个|几张|多少)[^?？\n:：]{{1,30}}?)[ \t]*[?？][ \t]*"
+                      rf"\n[ \t]*{_SPEAKER}(\d+(?:\.\d+)?(?:e-?\d+)?)(?=[ \t]*(?:[.,，。;；]|$))", re.MULTILINE | re.IGNORECASE)
 _ASKED = r"^(?:how many|how much|which|what(?: is| are)?(?: the)?|number of|几个|几张|多少|哪个)\s*"
 # "players (total): 7", "GPUs (H100): 4": an aside without a number of its own between a key and its colon
 _ASIDE_KEY = re.compile(r"^([ \t]*(?:[A-Za-z][\w -]{0,30}?\b)?(?:players?|spies|wolves|werewolves|villagers|civilians|size|"
@@ -189,6 +194,7 @@ def key_lines(text: str) -> tuple[str, list[str]]:
 
     for pattern, replace, what in ((_BOLD, r"\1", ""),  # emphasis says nothing: no note
                                    (_QA, answer, "question-and-answer line(s) as 'question: answer'"),
+                                   (_CHAT_QA, answer, "question(s) answered on the next line as 'question: answer'"),
                                    (_ASIDE_KEY, r"\1", "aside(s) between a key and its colon as the key's"),
                                    (_CAPS_KEY, lambda m: f"{m.group(1)}{m.group(2).lower()}=",
                                     "upper-case setting(s) ('NUM_PLAYERS=8') as settings"),
