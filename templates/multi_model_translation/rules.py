@@ -3,7 +3,8 @@
 Agents go to servers line by line: a line naming "Agent N" and "server M" (or a model path, a port) puts
 agent N on server M. Per-server model paths, ports and GPU counts come from the shared server facts
 (vibe_rl.planner.servers). Defaults follow the seed: agents 1 and 3 on server 1 (port 10086), agent 2 on
-server 2 (port 10087), each default noted."""
+server 2 (port 10087), each default noted. The words the rules read by (agents, role words, reward
+terms, other languages and text domains) are words.yaml in this folder."""
 
 from __future__ import annotations
 
@@ -22,31 +23,13 @@ from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import server_segments
 from vibe_rl.planner.statics import mentions
 from vibe_rl.planner.text import Found
-from vibe_rl.scaffold.families import Manifest
+from vibe_rl.scaffold.families import Manifest, family_words
 from vibe_rl.schema.spec import Mode, RewardScheme, Server, TaskSpec, Team
 
+WORDS = family_words(__file__)  # words.yaml: this family's vocabulary
 AGENT_ROLES = {1: "rough_translator", 2: "detector", 3: "final_translator"}
-ROLE_WORDS = {1: r"\brough|\bdraft|\bfirst[\s-]pass|初译|初稿|粗翻|粗译|初翻|\btranslators\b|翻译智能体",
-              2: r"detector|detection|proper[\s-]nouns?|terminology|专有名词|检测|审校",
-              3: r"\bfinal|\bpolish|终译|终翻|精翻|定稿|润色|\btranslators\b|翻译智能体"}
-OWN_SERVER = (r"(?:each|every)\s+(?:agent\s+)?(?:on|gets|has|with|in)\s+(?:its|their)\s+own\s+(?:server|model)|"
-              r"(?:three|3)\s+(?:separate\s+)?(?:servers|models)\b|(?:三|3)\s*(?:个|台)\s*(?:服务器|模型)|各自(?:一个|独立的?)?(?:服务器|模型)"
-              r"|每个智能体\s*(?:各)?(?:用|使用|部署在|在)?\s*(?:一台|一个|单独的?|独立的?)\s*(?:服务器|模型)")
 DEFAULT_SERVER_OF = {1: 0, 2: 1, 3: 0}  # agent -> server index
 FIRST_PORT = 10086  # server N listens on FIRST_PORT + N - 1 unless the spec says otherwise
-_AGENT = r"(?:agent|智能体)\s*(\d)"
-SCORE_RANGE = r"0\s*(?:-|~|到|至)\s*2\s*(?:points?|分)|\[0,\s*1\]"  # the graders' fixed scale
-# Reward terms of the spec's own (the family's graders are fixed): a bonus, a penalty, a metric it does not use.
-REWARD_WORDS = (r"\bbonus\w*|\bpenal\w*|\bBLEU\b|\bchrF\b|\bCOMET\b|\bBERTScore\b|\bexact match\b|"
-                r"\breward(?:ed)?\s+(?:is|=|:|by|with)|奖励为|加分|扣分|惩罚")
-# Languages other than the family's pair (English -> Chinese): a spec naming one asks for what the family cannot do.
-OTHER_LANGUAGES = (r"\b(?:French|German|Japanese|Korean|Spanish|Russian|Italian|Portuguese|Arabic|Hindi|Vietnamese|"
-                   r"Thai|Dutch|Turkish|Polish|Indonesian)\b|法语|法文|德语|德文|日语|日文|韩语|韩文|西班牙语|俄语|俄文|"
-                   r"意大利语|葡萄牙语|阿拉伯语")
-# Text domains other than the family's academic papers ("legal contract clauses", "新闻稿")
-OTHER_DOMAINS = (r"\b(?:legal|contracts?|news|press releases?|medical|clinical|patents?|financial|finance|"
-                 r"marketing|product descriptions?|subtitles?|poems?|poetry|novels?|literary|customer[\s-]support)\b|"
-                 r"法律|合同|新闻|医学|医疗|专利|金融|财经|营销|字幕|诗歌|小说|客服|说明书")
 
 
 def agent_servers(facts: Facts) -> dict[int, int]:
@@ -55,7 +38,7 @@ def agent_servers(facts: Facts) -> dict[int, int]:
     server_of: dict[int, int] = {}
     for start, end in facts.src.clauses():
         segments = server_segments(facts.src, start, end)
-        for m in re.finditer(_AGENT, facts.text[start:end], re.IGNORECASE):
+        for m in re.finditer(WORDS["agent"], facts.text[start:end], re.IGNORECASE):
             agent = int(m.group(1))
             index = next((i for a, b, i in segments if a <= start + m.start() < b), None)
             if agent in AGENT_ROLES and index is not None:
@@ -66,11 +49,11 @@ def agent_servers(facts: Facts) -> dict[int, int]:
 def role_paths(facts: Facts) -> dict[int, Found]:
     """Model paths said of agents by their role, not their number ("the detector gets /m/3b, the translators
     share /m/7b", "初译和终译用 /m/7b，专有名词检测用 /m/1.5b"): agent -> path, read from the words between the
-    previous path (or the clause start) and each path."""
+    previous path (or the clause start) and each path (the role words: words.yaml's `roles`)."""
     out: dict[int, Found] = {}
     for path in facts.model_paths:
         start = max([facts.src.clause_of(path.start)[0]] + [p.end for p in facts.model_paths if p.end <= path.start])
-        for agent, words in ROLE_WORDS.items():
+        for agent, words in WORDS["roles"].items():
             if re.search(words, facts.text[start:path.start], re.IGNORECASE):
                 out.setdefault(agent, path)
     return out
@@ -80,7 +63,7 @@ def judge(facts: Facts, game: dict, notes: list[str]) -> None:
     """The LLM judge's env var prefix: JUDGE in 'JUDGE_MODEL, JUDGE_BASE_URL, JUDGE_API_KEY'. A model the spec
     names to judge ("reward = BLEU-like score from a judge gpt-4o", "评委模型 gpt-4o", "judge = deepseek-chat") is
     what the graders ask: the note says which env vars to set for it (the graders read them when they start)."""
-    envs = list(facts.src.finditer(r"\b([A-Z][A-Z0-9]*)_(?:MODEL|BASE_URL|API_KEY)\b"))
+    envs = list(facts.src.finditer(WORDS["judge_env"]))
     prefixes = {m.group(1) for m in envs if m.group(1) not in ("OPENAI", "ANTHROPIC", "DASHSCOPE", "DEEPSEEK")}
     if len(prefixes) == 1:
         game["judge_env_prefix"] = prefixes.pop()
@@ -102,15 +85,15 @@ def judge(facts: Facts, game: dict, notes: list[str]) -> None:
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
-    for m in facts.src.finditer(SCORE_RANGE):
+    for m in facts.src.finditer(WORDS["score_range"]):
         facts.src.mark(*m.span())
     game: dict = {}
     judge(facts, game, notes)
-    if other := facts.src.search(OTHER_LANGUAGES, mark=False):
+    if other := facts.src.search(WORDS["other_languages"], mark=False):
         notes.append(f"The spec names {other.group()}, but this family translates English -> Chinese only (its mock "
                      "dataset, prompts and graders): the project renders for English -> Chinese. To change the pair, "
                      "edit mock_dataset.py, the prompts in workflow.py and the graders after rendering.")
-    if domain := facts.src.search(OTHER_DOMAINS, mark=False):
+    if domain := facts.src.search(WORDS["other_domains"], mark=False):
         notes.append(f"The spec names {domain.group()!r} text, but this family's mock dataset, prompts and graders "
                      "are for academic paper paragraphs: the project renders for academic paragraphs. To change the "
                      "domain, edit mock_dataset.py (mock_paragraphs.json), the prompts in workflow.py and the "
@@ -120,7 +103,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     server_of = {**DEFAULT_SERVER_OF, **lines}
     path_of: dict[int, Found] = {}  # server index -> a path said of its agents by role
     by_role = {} if lines else role_paths(facts)
-    if facts.src.search(OWN_SERVER) and not lines:
+    if facts.src.search(WORDS["own_server"]) and not lines:
         server_of = {1: 0, 2: 1, 3: 2}
         notes.append("Each agent on its own server, as the spec asks: agent N on serverN.")
     elif len({p.start for p in by_role.values()}) > 1:  # two paths for two groups of agents
@@ -172,7 +155,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         notes.append(f"No total GPU count given: the node needs {total}.")
     if facts.static_models:
         notes.append("Static models are not used by this family: every agent trains on its server.")
-    if said := facts.src.search(REWARD_WORDS, mark=False):
+    if said := facts.src.search(WORDS["reward_words"], mark=False):
         notes.append(f"The spec describes its own reward ('{said.group().strip()}' ...), but this family's rewards "
                      f"are its graders ({', '.join(sorted(set(graders.values())))}, each 0-2 normalised to "
                      "[0, 1]): the spec's reward terms are not applied. To use them, edit the graders' grade() in "

@@ -2,7 +2,9 @@
 
 Only the generic numbers are planned (players, turn limit, model, GPUs, training sizes, reward); the game's
 own rules cannot be read offline: they are quoted into the project (spec.md, game_rules.py's docstring) for
-a person or an LLM to write. Every number of the rules therefore stays in `unparsed`, on purpose."""
+a person or an LLM to write. Every number of the rules therefore stays in `unparsed`, on purpose. The words
+the rules read by (player and seat words, two-player games, the learner's names, title patterns) are
+words.yaml in this folder."""
 
 from __future__ import annotations
 
@@ -22,42 +24,21 @@ from vibe_rl.planner.common import (
 )
 from vibe_rl.planner.facts import DRAW, Facts, Found
 from vibe_rl.planner.text import NUM
-from vibe_rl.scaffold.families import Manifest
+from vibe_rl.scaffold.families import Manifest, family_words
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
-PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|选手|辩手|棋手|参赛者|players?\b|人局|-player|人对战|人游戏|人桌|人场)"
-_LEARNER = (r"(?:the\s+)?(?:learner|learning\s+(?:agent|seat|player)|trained\s+(?:agent|player|model|seat)|trainable\s+"
-            r"(?:agent|player|model|seat)|our\s+(?:agent|model)|学习者|训练的?(?:智能体|模型|一方|玩家)|我们的模型)"
-            r"(?:\s*[(（][^()（）\n]{0,40}[)）]|\s+\.{0,2}/[\w./-]+)?")  # "our model (/m/q3b, 1 GPU) is player 2"
+WORDS = family_words(__file__)  # words.yaml: this family's vocabulary
+PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:{WORDS['players']})"
+_LEARNER = rf"(?:the\s+)?(?:{WORDS['learner']})(?:{WORDS['learner_aside']})?"
 # "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "学习者后手"
-SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:sits\s+in|plays\s+(?:as|from|in)|plays|takes|is\s+in|is|gets|in|[:：=])?\s*"
-        rf"(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)|{_LEARNER}\s*(?:always\s+)?(?:plays|moves|goes|is|执|走|[:：=])?\s*"
-        rf"(?:(?:[红黑白]|white|black|red)\s*(?:方|棋|stones?|pieces?)?\s*[(（]?\s*)?(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
+SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:{WORDS['seat_verbs']})?\s*(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)"
+        rf"|{_LEARNER}\s*(?:always\s+)?(?:{WORDS['side_verbs']})?\s*(?:(?:[红黑白]|white|black|red)\s*(?:方|棋|stones?|pieces?)?"
+        rf"\s*[(（]?\s*)?(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
 PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+)"
-# "模型自己下后手", "我方先手": the learner's side said of 'ourselves'
-OWN_SIDE = r"(?:自己|我方|我们(?:的模型)?)\s*(?:下|执|走|是)?\s*(?:[红黑白]\s*(?:方|棋)?)?\s*(先手|后手)"
-CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
-
-
-# A spec that opens with the game's name ("Liar's dice, 3-player", "Twenty Questions agent: ...", "# Debate RL")
-_LEADING = (r"\A[\s#*>-]*(?:the\s+)?[\"'“]?((?:\d+\s+(?!GPUs?\b|Players?\b|Nodes?\b|[HAL]\d)(?=[A-Z]))?[A-Z][\w'’ -]{2,40}?)[\"'”]?"
-            r"(?=\s*[(:,.;\n（：，]|\s+(?:agents?|self-play|rl|training|with|bot|env|environment|for|between|among|"
-            r"against|vs\.?|versus|where|in which)\b)")
-_VERBS = r"(?i:train|use|build|write|make|create|plan|please|let|we|i|my|our|run|set|teach|fine|a|an)\b"
-_PLAYED = (r"\bto\s+play\s+(?:(?:a|an|the)\s+)?([a-z][\w'-]*(?:\s+[\w'-]+){0,4}?)"
-           r"(?=\s+(?:against|with|vs\.?|versus|in|on|as|for|using|by|between|among|best[\s-]of)\b|\s*[(,.;:\n])")
-_GENERIC = r"(?:(?:a|the|this|that|it|well|better|games?|optimally|along|on|more|itself|one)\b\s*)+"
-HEADS_UP = r"heads[\s-]*up|one[\s-]*(?:on|vs\.?|versus)[\s-]*one|1v1|1\s*(?:vs\.?|versus|on)\s*1|单挑|一对一"
-SINGLE = r"single[\s-]*player|one[\s-]*player|\bsolo\b|单人|1 player\b"
-# Games that are played by two by definition: with no player count given they are planned with 2 seats
-TWO_PLAYER_GAMES = (r"tic[\s-]*tac[\s-]*toe|noughts and crosses|connect[\s-]*(?:four|4)|\bchess\b|\bgo\b(?=\s+(?:game|board))|"
-                    r"gomoku|five in a row|checkers|draughts|othello|reversi|\bnim\b|battleship|rock[\s-]*paper[\s-]*"
-                    r"scissors|井字棋|四子棋|五子棋|象棋|国际象棋|围棋|跳棋|黑白棋|石头剪刀布|剪刀石头布")
-# Every seat on the trainable model: the skeleton trains one learner seat per episode, so this is noted
-SELF_PLAY = (r"self[\s-]*play|自我?对弈|自博弈|\b(?:all|every|each)\s+(?:the\s+)?(?:players?|seats?|agents?)\b[^.;\n]{0,40}?"
-             r"\b(?:share|train|are trained|learn|use the (?:same )?trainable)|(?:所有|全部|每个|每位|每名)(?:玩家|选手|座位|智能体)"
-             r"[^。；;\n]{0,20}?(?:共享|训练|可训练)")
+NOT_OPENING = rf"(?i:{WORDS['not_opening']})\b"  # "Train a ...": a request, not the game's name
+NOT_PLAYED = rf"(?:(?:{WORDS['not_played']})\b\s*)+"  # "to play the game well": no name
+CJK = re.compile(WORDS["cjk"])
 
 
 def title_of(text: str) -> str:
@@ -65,12 +46,11 @@ def title_of(text: str) -> str:
     leading number belongs to it: '20 Questions'; it ends before 'for', 'between', 'vs', ...), else a lowercase
     one after 'to play', else the family default (a name in Chinese characters is not used: code and prompts
     are English)."""
-    lead, played = re.search(_LEADING, text), re.search(_PLAYED, text)  # lowercase: "to play nim against"
-    m = re.search(r"(?:for|play(?:s|ing)?|learns?)\s+(?:the game\s+)?[\"'“]?([A-Z][\w' -]{2,40}?)[\"'”]?(?=\s*[(,.;:\n]|\s+with)",
-                  text) or re.search(r"玩\s*[“\"「]?([A-Za-z][\w' -]{2,40}?)[”\"」]?(?=\s*[（(，,。的])", text) \
-        or re.search(r"(?<=[\u4e00-\u9fff])\s*[（(“\"「]\s*([A-Z][\w'’ -]{2,40}?)\s*[)）”\"」]", text) \
-        or (lead if lead and not re.match(_VERBS, lead.group(1)) else None) \
-        or (played if played and not re.fullmatch(_GENERIC, played.group(1), re.IGNORECASE) else None)
+    title = WORDS["title"]
+    lead, played = re.search(title["opening"], text), re.search(title["to_play"], text)
+    m = re.search(title["named"], text) or re.search(title["played_zh"], text) or re.search(title["bracketed"], text) \
+        or (lead if lead and not re.match(NOT_OPENING, lead.group(1)) else None) \
+        or (played if played and not re.fullmatch(NOT_PLAYED, played.group(1), re.IGNORECASE) else None)
     if not m or CJK.search(m.group(1)):
         return "Turn-based game"
     name = m.group(1).strip()
@@ -81,14 +61,13 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
     """The player count: 'N players', 'N agents / seats / debaters', heads-up (2), else 2 for a game played by two
     by definition (tic-tac-toe, connect four, chess, 五子棋, ...); a single-player game is planned
     with 2 seats and noted (the skeleton seats one learner and at least one opponent)."""
-    found = facts.find(PLAYERS, rf"{NUM}\s*(?:agents|seats|participants|debaters|bots)\b",
-                       rf"(?<![\w.])(?:players|num[_ ]players|玩家数|人数)\s*[:：=]\s*{NUM}")
-    if found is None and (heads := facts.src.search(HEADS_UP, mark=False)):
+    found = facts.find(PLAYERS, rf"{NUM}\s*(?:{WORDS['seats']})\b", rf"(?<![\w.])(?:{WORDS['player_keys']})\s*[:：=]\s*{NUM}")
+    if found is None and (heads := facts.src.search(WORDS["heads_up"], mark=False)):
         found = Found(2, *heads.span())
-    elif found is None and (two := facts.src.search(TWO_PLAYER_GAMES, mark=False)):
+    elif found is None and (two := facts.src.search(WORDS["two_player_games"], mark=False)):
         notes.append(f"No player count given: {two.group()} is a two-player game, so num_players = 2.")
         found = Found(2, *two.span())
-    if (single := facts.src.search(SINGLE, mark=False)) and (found is None or found.value == 1):
+    if (single := facts.src.search(WORDS["single"], mark=False)) and (found is None or found.value == 1):
         notes.append(f"The spec describes a single-player game ({single.group()!r}) but the turn_based skeleton "
                      "seats one learner and at least one opponent: planned with num_players = 2 (the fewest). In "
                      "game_rules.py let the opponent seat play the environment, or give it no moves.")
@@ -98,15 +77,15 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
 
 def learner_seat(facts: Facts) -> Found | None:
     """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
-    m = facts.src.search(SEAT, mark=False) or facts.src.search(OWN_SIDE, mark=False)
+    m = facts.src.search(SEAT, mark=False) or facts.src.search(WORDS["own_side"], mark=False)
     if m:
         said = next(g for g in m.groups() if g)
         return Found(int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1, *m.span())
     player = facts.src.search(PLAYER_NUMBER, mark=False)
     if player is None:
         return None
-    zero, end = re.search(r"0[\s-]*based|0[\s-]*indexed|from 0", facts.text, re.IGNORECASE), player.end()
-    based = re.search(r"[(（]?\s*[01][\s-]*(?:based|indexed)\s*[)）]?", facts.text[end:end + 30], re.IGNORECASE)
+    zero, end = re.search(WORDS["zero_based"], facts.text, re.IGNORECASE), player.end()
+    based = re.search(WORDS["numbering"], facts.text[end:end + 30], re.IGNORECASE)
     end += based.end() if based else 0
     return Found(int(player.group(1)) - (0 if zero else 1), player.start(), end)
 
@@ -133,7 +112,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     opponent = static_opponent(facts, notes, "the opponent seats")
     if facts.static_models:
         static_note(facts, opponent, notes)
-    elif wanted := facts.src.search(SELF_PLAY, mark=False):
+    elif wanted := facts.src.search(WORDS["self_play"], mark=False):
         notes.append(f"The spec asks for self-play ({wanted.group().strip()!r}), but the turn_based skeleton "
                      "trains one learner seat per episode: the other seats call 'opponent', a frozen copy of "
                      "the trainable model that does not learn. To train every seat, give each seat its own "
