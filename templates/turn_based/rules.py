@@ -35,7 +35,7 @@ SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:{WORDS['seat_verbs']})?\s*(?:the\s+)?se
         rf"|{_LEARNER}\s*(?:always\s+)?(?:{WORDS['side_verbs']})?\s*(?:(?:[红黑白]|white|black|red)\s*(?:方|棋|stones?|pieces?)?"
         rf"\s*[(（]?\s*)?(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
-PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+)"
+PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+|(?-i:[A-D])\b)"  # "player B": seat 1
 NOT_OPENING = rf"(?i:{WORDS['not_opening']})\b"  # "Train a ...": a request, not the game's name
 NOT_PLAYED = rf"(?:(?:{WORDS['not_played']})\b\s*)+"  # "to play the game well": no name
 CJK = re.compile(WORDS["cjk"])
@@ -87,7 +87,9 @@ def learner_seat(facts: Facts) -> Found | None:
     zero, end = re.search(WORDS["zero_based"], facts.text, re.IGNORECASE), player.end()
     based = re.search(WORDS["numbering"], facts.text[end:end + 30], re.IGNORECASE)
     end += based.end() if based else 0
-    return Found(int(player.group(1)) - (0 if zero else 1), player.start(), end)
+    said = player.group(1)
+    seat = int(said) - (0 if zero else 1) if said.isdigit() else ord(said) - ord("A")
+    return Found(seat, player.start(), end)
 
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
