@@ -2,7 +2,8 @@
 
 The role table is the `roles` parameter (standard: 3 werewolves, seer, witch, hunter, 3 villagers), set by the
 spec's role counts and player count (`role_table`); `split_roles` reads which roles train and which play a
-static model; an unplayable table is a PlannerError.
+static model; an unplayable table is a PlannerError. The vocabulary (role, side and action words) is the family's
+words.yaml (`WORDS`).
 """
 
 from __future__ import annotations
@@ -14,37 +15,21 @@ from vibe_rl.planner import common
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.table import Row
 from vibe_rl.planner.text import NUM, to_int
-from vibe_rl.scaffold.families import Manifest
+from vibe_rl.scaffold.families import Manifest, family_words
 from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
-ROLE_WORDS = {
-    "werewolf": r"狼人(?!杀)|狼(?![人杀])|werewol(?:f|ves)|\bwol(?:f|ves)\b(?![-\w]| king)",
-    "seer": r"预言家|\bseers?\b",
-    "witch": r"女巫|\bwitch(?:es)?\b",
-    "hunter": r"猎人|\bhunters?\b",
-    "villager": r"平民|村民|\bvillagers?\b",
-}
+WORDS = family_words(__file__)
+ROLE_WORDS: dict[str, str] = WORDS["roles"]
 ROLES = list(ROLE_WORDS)
 GODS = ["seer", "witch", "hunter"]
-TRAINABLE_WORDS = (r"可训练|共享|训练(?!目标)|trainable|\bshare[sd]?\b|(?<![-\w])(?<!not )(?<!n't )(?<!never )"
-                   r"trained\b|\btrain(?:s|ing)?\b(?! (?:for|until|goals?)\b)(?! on\b(?! \.{0,2}/))")
-STATIC_WORDS = (r"静态|冻结|\bstatic\b|\bfrozen\b|\bnot\s+(?:be\s+)?train(?:ed|able)\b|\b(?:don'?t|do not|never)\s+"
-                r"train\b|不训练|不参与训练|不参加训练")
-PLAYED_BY_WORDS = r"扮演|驱动|控制|played by|\bplay(?:s|ed)? (?:by|with)\b|controlled by|\buses?\b|使用"
-SIDE_RULE_WORDS = r"屠边|all (?:the )?gods|every god|all villagers or all gods"
-PARITY_WORDS = (r"(?:>=|≥|不少于|大于等于|at least as many as)\s*(?:the )?(?:其余|其他|other|the others|remaining)|"
-                r"\b(?:equal|match|outnumber)(?:s|es)?\b(?: (?:in number|the number of))?|人数相等|持平|parity")
-# roles of other Werewolves variants, which the family has no seat for
-OTHER_ROLES = (r"守卫|白痴|丘比特|骑士|警长|白狼王|狼王|混血儿|\b(?:body)?guard\b|\bidiot\b|\bcupid\b|\bknight\b|"
-               r"\bdoctor\b|\bsheriff\b|\bwolf king\b|\bwhite wolf\b")
+PARITY_WORDS, OTHER_ROLES = WORDS["parity"], WORDS["other_roles"]
 ROUNDS_AS_DAYS = Row("max_days", en=(r"max[\s_-]*rounds",), zh=("轮数",), after=("rounds?", "轮"))  # table row
 # "Werewolves" as the game's name, not the role: at the start of the spec or a line ("Werewolves with the seer
 # trainable", "# Werewolf RL"), or with a game word ("a werewolf game", "the game of werewolves").
-_WOLF = r"werewol(?:f|ves|fs)"
-GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?!\s*[:：=]\s*\d)(?=\s+(?:with|on|for|using|in|via|game|rl|training|self-play|"
-             rf"agents?|project|where|whose|in\s+which)\b|\s*[:(.;：（]|\s*$)"
-             rf"|({_WOLF})(?=\s+(?:game|rl|self-play|environment|env)\b)"
+_WOLF, _NEXT = WORDS["game_name"], WORDS["after_game_name"]
+GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?!\s*[:：=]\s*\d)(?=\s+(?:{_NEXT})\b|\s*[:(.;：（]|\s*$)"
+             rf"|({_WOLF})(?=\s+(?:{WORDS['game_word']})\b)"
              rf"|(?:game|round|rounds)\s+of\s+(?:the\s+)?({_WOLF})\b"
              rf"|(?<=[:：])\s*({_WOLF})(?=\s*[,，;；])"  # "Quick one: werewolves, seer trains"
              rf"|^[\s#*-]*(?:in|for|on)\s+(?:a\s+|the\s+)?({_WOLF})(?=\s*[(（,，])")  # "In werewolves (standard 9), ..."
@@ -55,8 +40,7 @@ def without_game_name(text: str) -> str:
     out = list(text)
     for m in re.finditer(GAME_NAME, text, re.IGNORECASE | re.MULTILINE):
         a, b = m.span(m.lastindex)  # the one group that matched
-        if m.lastindex == 4 and re.search(r"(?:train\w*|static|frozen|learners?|roles?|sides?|训练\w*|静态|角色)"
-                                          r"\s*[:：]\s*$", text[:a], re.IGNORECASE):
+        if m.lastindex == 4 and re.search(rf"(?:{WORDS['role_list_key']})\s*[:：]\s*$", text[:a], re.IGNORECASE):
             continue  # "trainable: werewolves, seer": the role
         out[a:b] = " " * (b - a)
     return "".join(out)
@@ -73,20 +57,16 @@ def roles_in(text: str) -> list[str]:
 # A count of a role: "3 werewolves", "4狼", "两个狼人", "one witch", "werewolves: 4", "平民×4". "wolves" counts
 # the werewolves here only ("7 players, 2 wolves"), never "wolf king" or a tmux name like wolf-swarm-server.
 COUNT_WORDS = {**ROLE_WORDS, "werewolf": ROLE_WORDS["werewolf"].replace("[人杀]", "[人杀王]"),
-               "villager": ROLE_WORDS["villager"] + r"|(?<![平村])民(?![间主族])"}  # "4狼4民"
-# "2神" / "2 gods": that many of seer, witch and hunter ("3狼3民2神")
-GOD_COUNT = r"神职?(?!民)|\bgods?\b|\bpower roles?\b"
-_SEAT = r"[ \t]*(?:名|个|位|张)?[ \t]*"  # within a line: "RL v2\nPlayers: 8" holds no "2 players"
-# A role count right after a game action is the action's object, not the table ("kill one villager").
-ACTION_WORDS = (r"(?:kill|attack|check|save|poison|vote|banish|eliminat\w*|shoot|choose|pick|target)s?\s+(?:\w+\s+)?$|"
-                r"(?:(?<!狼人)杀|击杀|查验|放逐|投票|毒|救|带走|选择|淘汰)\s*$")  # not the game's name "狼人杀"
-NEGATION = r"(?:\bno\b|\bwithout\b|\bneither\b|\bnor\b|没有|不要|不设|不含|去掉|无(?!法))"
-_LIST_SEP = r"\s*(?:,|，|、|/|\bor\b|\band\b|\bnor\b|或|和|及|与)\s*(?:an?\s+|the\s+|any\s+)?"
+               "villager": ROLE_WORDS["villager"] + "|" + WORDS["count_villager"]}  # "4狼4民"
+GOD_COUNT = WORDS["god_count"]  # "2神" / "2 gods": that many of seer, witch and hunter ("3狼3民2神")
+_SEAT = WORDS["seat"]  # within a line: "RL v2\nPlayers: 8" holds no "2 players"
+NEGATION = rf"(?:{WORDS['negation']})"  # a group: a pattern goes on after it
+_LIST_SEP = rf"\s*(?:{WORDS['list_sep']})\s*(?:an?\s+|the\s+|any\s+)?"
 PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:狼人杀|版|场|[:：(（])))"
                 rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}"
                 rf"|^[ \t]*(?:players|玩家)\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
-ROLES_BLOCK = r"^[ \t]*(?:roles|role[ _]table|seats|角色|角色表)\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
+ROLES_BLOCK = rf"^[ \t]*(?:{WORDS['roles_block']})\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
 PLURAL = {"werewolf": "werewolves", "witch": "witches"}
 
 
@@ -103,13 +83,13 @@ def _counts_in(text: str) -> dict[str, list[tuple[int, re.Match]]]:
                      rf"(?:[ \t]*(?:名|个|位|人)(?!局))?|{NUM}[ \t]*(?:名|个|位|人)(?!局))"):
             for m in re.finditer(form, text, re.IGNORECASE):
                 before = text[text.rfind("\n", 0, m.start()) + 1:m.start()][-24:]
-                if not re.search(ACTION_WORDS, before, re.IGNORECASE):
+                if not re.search(WORDS["action"], before, re.IGNORECASE):
                     found[role].append((to_int(next(g for g in m.groups() if g)), m))
     roles_re = "|".join(f"(?:{p})" for p in COUNT_WORDS.values())
     neg = rf"{NEGATION}\s*(?:an?\s+|the\s+|any\s+)?(?:{roles_re})(?:{_LIST_SEP}(?:{roles_re}))*"
     for m in re.finditer(neg, text, re.IGNORECASE):
-        if not re.match(r"\s+(?:is|are|was|trains?|learns?|gets?|uses?|plays?|can|may|will|should)\b",
-                        text[m.end():], re.IGNORECASE):  # "no villager is trained": not the table
+        # "no villager is trained": not the table
+        if not re.match(rf"\s+(?:{WORDS['role_verb']})\b", text[m.end():], re.IGNORECASE):
             wolves = ["werewolf"] if re.search(r"\bwol(?:f|ves)\b", m.group(), re.I) else []
             for role in roles_in(m.group()) + wolves:
                 found[role].append((0, m))
@@ -236,23 +216,11 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
 
 # Side split: which seated roles train, which play the static model and which the frozen local copy. A side
 # named as a whole stands for its seated roles: the village ("好人阵营", "the good guys"), the gods ("神职").
-VILLAGE_SIDE = (r"好人|神民|村庄阵营|平民阵营|\bvillage(?:rs?'?)?\s+(?:side|team|camp|faction)\b|\bthe\s+village\b(?!r)|"
-                r"\bgood\s+(?:guys|side|team|camp|players)\b|\btown(?:sfolk|\s+side)\b")
-GOD_SIDE = r"神职|\bgod roles\b|\bpower roles\b|\bthe\s+gods\b(?!\s+(?:or|and)\b)"
-# every seated role at once ("everyone trains", "all roles share the model", "所有角色都训练")
-EVERY_ROLE = (r"\beveryone\b(?!\s+else)|\beverybody\b(?!\s+else)|\ball\s+(?:the\s+)?(?:roles|players|seats)\b|"
-              r"\bevery\s+(?:role|player|seat)\b|所有(?:角色|玩家|人)|全部(?:角色|玩家)|全员")
-SIDES = ((EVERY_ROLE, ROLES), (VILLAGE_SIDE, [r for r in ROLES if r != "werewolf"]), (GOD_SIDE, GODS))
-# "everyone else", "the rest", "其余角色", "其他人": the seated roles no other part gives a side
-REST_WORDS = (r"\beveryone else\b|\beverybody else\b|\ball (?:the )?others\b|\bthe others\b|\bthe rest\b|"
-              r"\b(?:all |every )?(?:other|remaining) (?:roles?|players|seats)\b|其余|其他|其它|剩下|剩余")
-# the frozen local copy as a role's model ("villagers = opponent", "平民用冻结副本"), also next to a named model
-COPY_WORDS = (r"\bopponent\b|\bfrozen\s+(?:local\s+)?cop(?:y|ies)\b|\blocal\s+(?:frozen\s+)?copy\b|冻结副本|"
-              r"冻结的(?:本地)?副本|本地副本|对手模型")
-LOCAL_PATH = r"(?<![\w.])\.{0,2}/[\w.-]+/"
+SIDES = ((WORDS["every_role"], ROLES), (WORDS["village_side"], [r for r in ROLES if r != "werewolf"]),
+         (WORDS["god_side"], GODS))
 # what a part says its roles do, the first that applies after a static model's name
-SIDE_WORDS = (("copy", COPY_WORDS), ("static", STATIC_WORDS), ("trainable", TRAINABLE_WORDS),
-              ("trainable", LOCAL_PATH), ("static", PLAYED_BY_WORDS))
+SIDE_WORDS = (("copy", WORDS["copy"]), ("static", WORDS["static"]), ("trainable", WORDS["trainable"]),
+              ("trainable", WORDS["local_path"]), ("static", WORDS["played_by"]))
 
 
 def _segment(segment: str, seats: dict[str, int], names: list[str]) -> tuple[list[str], str | None]:
@@ -290,13 +258,12 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
         pending: list[str] = []
         listed = None  # the side of a "key: roles" segment ("trainable: seer, witch"): its list goes on after commas
         # "A train while B are static", "only the wolves train and the rest use gpt-4o"
-        for segment in re.split(r"[,，]|\b(?:while|whereas|but)\b|\band\b(?=\s+(?:the\s+rest|the\s+others|all\s+others|"
-                                r"everyone\s+else|everybody\s+else)\b)|而|但", line):
+        for segment in re.split(WORDS["part_break"], line):
             roles, side = _segment(segment, seats, names)
             if side is None:
                 pending += roles
                 continue
-            if re.search(REST_WORDS, segment, re.IGNORECASE) and not re.search(PARITY_WORDS, segment, re.I):
+            if re.search(WORDS["rest"], segment, re.IGNORECASE) and not re.search(PARITY_WORDS, segment, re.I):
                 rest = side
             # a role list before a segment that names some of the same roles describes the game, it is not the
             # subject of that segment ("预言家女巫猎人守卫，狼人和预言家训练": only the wolves and the seer train)
@@ -356,7 +323,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      f"({', '.join(named)}): the plan seats {_seats(seats)}; add the other roles in "
                      "game_engine.py after rendering.")
     game: dict = {"roles": seats}
-    if facts.src.search(SIDE_RULE_WORDS):
+    if facts.src.search(WORDS["side_rule"]):
         game["win_rule"] = "side"
     elif not facts.src.search(PARITY_WORDS):
         notes.append("Win rule not given: werewolves win at parity (win_rule = parity).")

@@ -1,6 +1,7 @@
 """Offline planner rules of the who_is_spy family (loaded by file path; `build(facts, manifest) -> TaskSpec`):
 fill the manifest's roles, servers and modes with the numbers the spec gives (players, spies, rounds, model
-paths, ports, GPUs per mode and per server), and note every default."""
+paths, ports, GPUs per mode and per server), and note every default. The vocabulary (team, training and
+shaped-reward words) is the family's words.yaml (`WORDS`)."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ from vibe_rl.planner.common import (
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import segments
 from vibe_rl.planner.text import NUM, Found
-from vibe_rl.scaffold.families import Manifest
+from vibe_rl.scaffold.families import Manifest, family_words
 from vibe_rl.schema.job import StaticModel
 from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
-SPY_WORDS = r"(?<!谁是)卧底|间谍|spies|(?<!who is )(?<!who is the )spy|undercover"
-CIVILIAN_WORDS = r"平民|村民|civilians?|villagers?"
-TRAIN_WORDS = r"可训练|训练|共享|trainable|trained|\bshare[sd]?\b|\btrain\b"
+WORDS = family_words(__file__)
+SIDES: dict[str, str] = WORDS["sides"]
+SPY_WORDS, CIVILIAN_WORDS = SIDES["spies"], SIDES["civilians"]
 # "同一个人" / "每个人" (the same / every person) are not player counts
 PLAYERS = [rf"(?:^|(?<=\n))\s*(?:总人数|人数|玩家人数)\s*[:：=]\s*{NUM}", rf"(?<![同每哪某这那任])(?!一个人){NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|ppl\b|people\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)",
            rf"(?:玩家|players?)\s*(?:数|人数|数量)?\s*(?:[:：=]|为|有)?\s*{NUM}\s*(?:人|名)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
@@ -39,9 +40,7 @@ SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|s
          rf"(?:spies|spy|undercover|卧底)",
          rf"(?:(?<!谁是)卧底|spies)\s*(?:数|人数|数量)?\s*(?:有|为|[:：=])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
-SIDES = {"spies": SPY_WORDS, "civilians": CIVILIAN_WORDS}
 OTHER = {"spies": "civilians", "civilians": "spies"}
-SHAPED = r"shaped[\s_-]*rewards?|reward[\s_-]*shaping|dense\s+(?:rewards?|credit)|稠密奖励|奖励塑形|塑形奖励"
 
 
 def _side_of(text: str, first: bool = False) -> str | None:
@@ -81,9 +80,8 @@ def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
 def shaped(facts: Facts, game: dict, notes: list[str]) -> None:
     """shaped_reward from "shaped reward on", "dense reward", "reward shaping: off", "稠密奖励", "不要奖励塑形";
     the family's default (off) with nothing said."""
-    said = facts.src.search(rf"(?:(?P<no>\bno\b|\bwithout\b|不要|不用|关闭|无)\s*)?(?:{SHAPED})"
-                            r"(?:\s*(?:[:：=]|is|to)?\s*(?P<value>on|off|true|false|yes|no|enabled|disabled|开启|关闭|"
-                            r"打开)\b)?")
+    said = facts.src.search(rf"(?:(?P<no>{WORDS['shaped_no']})\s*)?(?:{WORDS['shaped']})"
+                            rf"(?:\s*(?:[:：=]|is|to)?\s*(?P<value>{WORDS['switch']})\b)?")
     if said:
         off = said.group("no") or (said.group("value") or "").lower() in ("off", "false", "no", "disabled", "关闭")
         game["shaped_reward"] = not off
@@ -95,11 +93,9 @@ def shaped(facts: Facts, game: dict, notes: list[str]) -> None:
 def trained_side(text: str) -> str | None:
     """The side the spec says trains ("train the spies", "trained side: spies", "civilians are trainable",
     "训练卧底"), or None when it names neither or both."""
-    sides = [side for side, words in SIDES.items() if re.search(
-        rf"(?:\btrain(?:ing|ed)?|trained side|trainable side|learning side|learners?|训练|可训练)\s*"
-        rf"(?:[:：=]\s*)?(?:only\s+)?(?:the\s+)?(?:{words})", text, re.IGNORECASE) or re.search(
-        rf"(?:{words})\s*(?:are|is|get|will be|should be|shall be)?\s*(?:the\s+)?(?:trained|trainable|"
-        rf"learners?|\btrain\b|\bshare\b|可训练|训练|共享)", text, re.IGNORECASE)]
+    before, after = rf"(?:{WORDS['trains_before']})\s*(?:[:：=]\s*)?(?:only\s+)?(?:the\s+)?", WORDS["trains_after"]
+    sides = [side for side, words in SIDES.items() if re.search(rf"{before}(?:{words})", text, re.IGNORECASE)
+             or re.search(rf"(?:{words})\s*(?:{WORDS['is']})?\s*(?:the\s+)?(?:{after})", text, re.IGNORECASE)]
     return sides[0] if len(sides) == 1 else None
 
 
@@ -107,10 +103,10 @@ def both_trained(text: str) -> bool:
     """Whether the spec says both teams train ("both sides train", "train both teams", "卧底和平民都要训练",
     "spies and civilians are both trained", "双方都训练"): that asks for agent_roll_adv, which `vibe-rl run` then
     starts (agent_roll trains one side only)."""
-    teams, train = r"both\s+(?:teams|sides)|双方|两边|两队", r"train\w*|learn\w*|训练"
+    teams, train = WORDS["both_teams"], WORDS["training"]
     both = "|".join([teams] + [rf"(?:{a})\s*(?:and|和|与|跟)\s*(?:the\s+)?(?:{b})" for a, b in (
         (SPY_WORDS, CIVILIAN_WORDS), (CIVILIAN_WORDS, SPY_WORDS))])
-    return bool(re.search(rf"(?:{both})[^,.;，。；\n]{{0,12}}?(?:都|both|各自?|each|alike)[^,.;，。；\n]{{0,24}}?(?:{train})"
+    return bool(re.search(rf"(?:{both})[^,.;，。；\n]{{0,12}}?(?:{WORDS['each']})[^,.;，。；\n]{{0,24}}?(?:{train})"
                           rf"|(?:{teams})\s*(?:都|各自?)?\s*(?:要|will|are|get)?\s*(?:{train})"
                           rf"|train\w*\s+both\s+(?:teams|sides)|(?:{train})\s*(?:双方|两边|两队)", text, re.IGNORECASE))
 
@@ -148,7 +144,7 @@ def opponent(facts: Facts, notes: list[str], trains: str | None = None) -> tuple
     if sides:
         side, model = next((s for s in reversed(sides) if s[0] == "spies"), sides[0])
         return side, static_endpoint(facts, model)
-    said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{TRAIN_WORDS})", facts.text, re.IGNORECASE)
+    said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{WORDS['train']})", facts.text, re.IGNORECASE)
     if said and re.search(CIVILIAN_WORDS, facts.text[max(0, said.start() - 12):said.start()], re.IGNORECASE):
         said = None  # "平民和卧底各自...训练": both sides train (adversarial), not the spies alone
     side = OTHER[trained] if trained else ("civilians" if said else "spies")
