@@ -66,7 +66,12 @@ PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:�
                 rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}"
                 rf"|^[ \t]*(?:players|玩家)\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
-ROLES_BLOCK = rf"^[ \t]*(?:{WORDS['roles_block']})\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
+# A whole seat table: a "roles:" block of indented lines, a TOML/INI "[roles]" section, or a sum of counts
+# ("2 狼 + 1 预言家 + 3 村民"); a role it does not list has no seat
+_TABLE_KEY = WORDS["roles_block"]
+ROLES_BLOCK = (rf"^[ \t]*(?:{_TABLE_KEY})\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
+               rf"|^[ \t]*\[(?:{_TABLE_KEY})\][ \t]*$"
+               rf"|{NUM}{_SEAT}[^\W\d_]+(?:[ \t]*\+[ \t]*{NUM}{_SEAT}[^\W\d_]+){{2,}}")
 PLURAL = {"werewolf": "werewolves", "witch": "witches"}
 
 
@@ -79,7 +84,7 @@ def _counts_in(text: str) -> dict[str, list[tuple[int, re.Match]]]:
     """Role -> (count, match) for every count and every "no <role>" the text states."""
     found: dict[str, list[tuple[int, re.Match]]] = {role: [] for role in ROLES}
     for role, pattern in COUNT_WORDS.items():
-        for form in (rf"{NUM}{_SEAT}(?:{pattern})", rf"(?:{pattern})[ \t]*(?:[:：=×xX*][ \t]*{NUM}"
+        for form in (rf"{NUM}(?:[ \t]*[x×])?{_SEAT}(?:{pattern})", rf"(?:{pattern})[ \t]*(?:[:：=×xX*][ \t]*{NUM}"
                      rf"(?:[ \t]*(?:名|个|位|人)(?!局))?|{NUM}[ \t]*(?:名|个|位|人)(?!局))"):
             for m in re.finditer(form, text, re.IGNORECASE):
                 before = text[text.rfind("\n", 0, m.start()) + 1:m.start()][-24:]
@@ -158,7 +163,7 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
     block = given and re.search(ROLES_BLOCK, text, re.IGNORECASE | re.MULTILINE)
     left = [r for r in standard if r not in given] if block else []
     given |= {r: 0 for r in left}  # a "roles:" block is the whole table: a role it does not list has no seat
-    notes += [f"The roles block lists the whole table: no {_and(left)} (add a line to seat one)."] if left else []
+    notes += [f"The spec's role table lists every seat: no {_and(left)} (add one to seat it)."] if left else []
     gods_seats(facts, text, given, notes)
     total = _once(facts, [(n, m) for m in re.finditer(PLAYER_COUNT, text, re.IGNORECASE | re.MULTILINE)
                           if (n := to_int(next(g for g in m.groups() if g))) >= 3], "players", "player count")
@@ -260,8 +265,8 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
         # "A train while B are static", "only the wolves train and the rest use gpt-4o"
         for segment in re.split(WORDS["part_break"], line):
             roles, side = _segment(segment, seats, names)
-            if side is None:
-                pending += roles
+            if side is None:  # a part that names no role ends the list ("Werewolves, 4 GPUs, the model is ...")
+                pending = pending + roles if roles else []
                 continue
             if re.search(WORDS["rest"], segment, re.IGNORECASE) and not re.search(PARITY_WORDS, segment, re.I):
                 rest = side
