@@ -66,12 +66,12 @@ PLAYER_COUNT = (rf"{NUM}{_SEAT}(?:玩家|players?\b|人局|-player|人(?=\s*(?:�
                 rf"|(?:num[_ ]players|player count|number of players|玩家数|玩家人数|人数)\s*[:：=]?\s*{NUM}"
                 rf"|^[ \t]*(?:players|玩家)\s*[:：=]\s*{NUM}")  # "Players: 8 (3 werewolves, ...)"
 MIN_PLAYERS, MAX_PLAYERS = 4, 99  # agent_run draws player ids player_1 .. player_99
-# A whole seat table: a "roles:" block of indented lines, a TOML/INI "[roles]" section, or a sum of counts
-# ("2 狼 + 1 预言家 + 3 村民"); a role it does not list has no seat
-_TABLE_KEY = WORDS["roles_block"]
+# A whole seat table: a "roles:" block of indented lines, a TOML/INI "[roles]" section, a sum of counts
+# ("2 狼 + 1 预言家 + 3 村民") or 3 or more bullet lines that each count a role; a role it does not list has no seat
+_TABLE_KEY, _COUNT = WORDS["roles_block"], rf"{NUM}{_SEAT}(?:{'|'.join(COUNT_WORDS.values())})"
 ROLES_BLOCK = (rf"^[ \t]*(?:{_TABLE_KEY})\s*[:：][ \t]*\n((?:[ \t]+\S.*(?:\n|$))+)"
-               rf"|^[ \t]*\[(?:{_TABLE_KEY})\][ \t]*$"
-               rf"|{NUM}{_SEAT}[^\W\d_]+(?:[ \t]*\+[ \t]*{NUM}{_SEAT}[^\W\d_]+){{2,}}")
+               rf"|^[ \t]*\[(?:{_TABLE_KEY})\][ \t]*$|{_COUNT}(?:[ \t]*\+[ \t]*{_COUNT}){{2,}}"
+               rf"|(?:^[ \t]*[-*•][ \t]*{_COUNT}.*\n){{2}}[ \t]*[-*•][ \t]*{_COUNT}")
 PLURAL = {"werewolf": "werewolves", "witch": "witches"}
 
 
