@@ -23,7 +23,7 @@ KNOWN_STATIC = [
      "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY"),
     (r"gpt-4o(?:-mini)?|gpt-4\.1(?:-mini)?|gpt-5(?:-mini)?|o3-mini", "https://api.openai.com/v1", "OPENAI_API_KEY"),
     (r"deepseek-(?:chat|reasoner)", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    (r"glm-4-(?:plus|air\w*|flash\w*|long)|glm-4\.[5-9](?:-(?:air|flash)\w*)?|glm-z1[\w-]*",
+    (r"glm-4(?:-(?:plus|air\w*|flash\w*|long)|(?![A-Za-z0-9-]|\.\d))|glm-4\.[5-9](?:-(?:air|flash)\w*)?|glm-z1[\w-]*",
      "https://open.bigmodel.cn/api/paas/v4", "ZHIPU_API_KEY"),
     (r"moonshot-v1-\w+|kimi-k2[\w.-]*", "https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"),
     (r"gemini-[\d.]+-(?:pro|flash)[\w.-]*", "https://generativelanguage.googleapis.com/v1beta/openai/",
