@@ -4,8 +4,8 @@ by the corrected one wherever it stood (so its context, e.g. "server 2 uses 4 GP
 correction's own value phrase is removed. Each rewrite is said in a note naming the value it replaced.
 
 A correction starts at a marker ("actually", "no wait", "make that", "make the batch size 16", "bump the lr to
-3e-6", "改成", "降到", "不对", ...) and runs to the end of
-its sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the
+3e-6", "but this job should only take 8", "改成", "降到", "不对", "但这次只用", ...) and runs to the end of its
+sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the
 latest earlier value of the same kind (the same field, GPU count, player count, port, path or model name; the
 same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest
 value of the kind a field word right before the marker names ("batch 改为 16"), else the value said just before
@@ -26,14 +26,15 @@ MARKERS = (r"\bactually\b[,，]?|\bno[,，]?\s+wait\b[,，:]?|\bwait\s*[,，:—
            r"\bcorrection\s*[:：,，]|\bi\s+mean\b[,，]?|\bi\s+meant\b|\bon\s+second\s+thought\b[,，]?|"
            r"\bchange\s+(?:that|it)\s+to\b|\bmake\s+the\b(?=[\w\s-]{1,25}?\d)|"
            r"\b(?:bump|raise|lower|reduce|increase|decrease|drop|cut|change|switch|set)\s+(?=[\w\s.-]{1,25}?\s+to\s+\d)|\bsorry\s*[,，]|\boops\b[,，]?|\bcorrect(?:ed)?\s+to\b|\bupdate\s*[:：]|"
+           r"\bbut\s+(?:[\w']+\s+){0,4}?(?:only|just)\s+(?:(?:takes?|uses?|gets?|needs?|runs?\s+on)\s+)?|"
            r"后来(?:又)?(?:改|换)(?:成|为|到)|(?:改|换|调|降|减|升|增|改小|改大|调小|调大|降低|提高)(?:成|为|到|至)|更正(?:为|一下)?[:：，,]?|纠正(?:一下)?[:：，,]?|"
-           r"不对[,，]?|哦不[,，]?|噢不[,，]?|算了[,，]?|应该是|修改为|重新设为")
+           r"不对[,，]?|哦不[,，]?|噢不[,，]?|算了[,，]?|应该是|修改为|重新设为|(?:但|不过)[^，,。；;\n]{0,8}?只(?:用|需要?|占|要)")
 _MARKER = re.compile(rf"{MARKERS}|(?P<instead>\binstead\b(?!\s+of))", re.IGNORECASE)
 _END = re.compile(r"\n|[;。；!?！？]|\.(?=\s|$)")
 _SEGMENT_END = re.compile(r"\n|[,，;。；!?！？]|\.(?=\s|$)")
-# "no wait, 32", "make it 1e-6", "改成 200": a number alone in its comma part
+# "no wait, 32", "make it 1e-6", "改成 200", "只用 8 张": a number alone in its comma part (a card measure word after it)
 _BARE = (rf"\A[\s,，:：]*(?:(?:to|it'?s|is|be|use|it|为|用|成)\s*)*(\d+(?:\.\d+)?(?:e[-+]?\d+)?|{CN_NUMBER}|{WORD_NUMBER})"
-         r"\s*(?=$|[,，;；.。!?！？\n])")
+         r"(?:\s*(?:张|块))?\s*(?=$|[,，;；.。!?！？\n])")
 
 KINDS: dict[str, list[str]] = {row.field: row_patterns(row) for row in TRAINING}
 KINDS.update({
