@@ -32,7 +32,8 @@ GAME_NAME = (rf"^[\s#*-]*(?:the\s+)?({_WOLF})(?!\s*[:：=]\s*\d)(?=\s+(?:{_NEXT}
              rf"|({_WOLF})(?=\s+(?:{WORDS['game_word']})\b)"
              rf"|(?:game|round|rounds)\s+of\s+(?:the\s+)?({_WOLF})\b"
              rf"|(?<=[:：])\s*({_WOLF})(?=\s*[,，;；])"  # "Quick one: werewolves, seer trains"
-             rf"|^[\s#*-]*(?:in|for|on)\s+(?:a\s+|the\s+)?({_WOLF})(?=\s*[(（,，])")  # "In werewolves (standard 9), ..."
+             rf"|^[\s#*-]*(?:in|for|on)\s+(?:a\s+|the\s+)?({_WOLF})(?=\s*[(（,，])"  # "In werewolves (standard 9), ..."
+             rf"|\A[\s#*-]*(?:the\s+)?({_WOLF})(?=\s*[,，])")  # the spec's first word: "Werewolves, seer trains ..."
 
 
 def without_game_name(text: str) -> str:
