@@ -29,7 +29,7 @@ from vibe_rl.planner.facts import extract
 from vibe_rl.planner.numbers import rewrite_grouped, rewrite_nodes, rewrite_scientific
 from vibe_rl.planner.terse import expand_terse, fix_typos
 from vibe_rl.planner.text import strings_of
-from vibe_rl.scaffold.families import Manifest, list_families
+from vibe_rl.scaffold.families import Manifest, family_words, list_families
 from vibe_rl.schema.spec import TaskSpec
 
 # The rewrites before any rule reads the spec, in order: background blanked, layouts and misspellings as prose,
@@ -208,13 +208,19 @@ RELATIVES = [
 
 
 def unknown_game_hint(text: str, families: list[Manifest]) -> str:
-    """For the 'no family' error: a known game that plays like a family, else the game the spec compares its
-    own to; and how to plan it as that (or the closest) family."""
+    """For the 'no family' error: a known game that plays like a family, a two-player game the generic skeleton
+    (the family picked only with --family) plans, else the game the spec compares its own to; and how to plan it
+    as that (or the closest) family."""
     for pattern, game, family, mapping in RELATIVES:
         if family in {f.name for f in families} and re.search(pattern, text, re.IGNORECASE):
             return (f"The spec names {game}, which plays like the {family} family ({mapping}). To plan it as "
                     f"{family}, pass --family {family} or write 'like {family}' in the spec; the plan then notes "
                     "what differs.\n")
+    for skeleton in (f for f in list_families() if not f.keywords):
+        if game := re.search(family_words(skeleton.path).get("two_player_games", "(?!)"), text, re.IGNORECASE):
+            return (f"The spec names {game.group()}, a turn-based game no family plans by itself: plan it with "
+                    f"--family {skeleton.name} (the generic skeleton: the plan holds seats, turns and rewards; you "
+                    "write the game's rules in game_rules.py).\n")
     m = re.search(rf"(?:{_LIKE}|像)\s*(?:the\s+)?([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){{0,2}}|[\u4e00-\u9fff]{{2,6}}?)"
                   r"(?=一样|那样|之类|的|类|游戏|[\s,，.。;；]|$)", text, re.IGNORECASE)
     if not m:
