@@ -250,16 +250,18 @@ def _segment(segment: str, seats: dict[str, int], names: list[str]) -> tuple[lis
     return roles, next((side for side, words in SIDE_WORDS if re.search(words, segment, re.IGNORECASE)), None)
 
 
-def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str], list[str]]:
-    """(trainable roles, static roles, the static roles that play the frozen local copy) in seat-table order,
-    read per comma part of each line (`_segment`: what a part's words do); roles named in a part without a
+def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str], list[str],
+                                                                                dict[str, str]]:
+    """(trainable roles, static roles, the static roles that play the frozen local copy, static role -> the
+    static model its part names when the spec names several) in seat-table order, read per comma part of each line (`_segment`: what a part's words do); roles named in a part without a
     side take the next part's ("the hunter, the witch and the villagers are played by ..."). A role said to
     have no seat ("不要猎人", "no hunter") gets no side; "everyone else" / "the rest" / "其余" / "其他" in a part
     takes the seated roles no other part gives a side. With no side stated the werewolves and the seer train
     (noted), less a role the table seats none of; a trainable role without a seat is a PlannerError."""
     sides: dict[str, set[str]] = {"trainable": set(), "static": set(), "copy": set()}
-    rest: str | None = None
+    rest, rest_model = None, None
     names = [m.name.lower() for _, m in facts.static_models]
+    model_of: dict[str, str] = {}
     for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", without_game_name(facts.text)):  # lines, sentences
         pending: list[str] = []
         listed = None  # the side of a "key: roles" segment ("trainable: seer, witch"): its list goes on after commas
@@ -269,17 +271,22 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
             if side is None:  # a part that names no role ends the list ("Werewolves, 4 GPUs, the model is ...")
                 pending = pending + roles if roles else []
                 continue
+            named = next((n for n in names if n in segment.lower()), None) if side == "static" else None
             if re.search(WORDS["rest"], segment, re.IGNORECASE) and not re.search(PARITY_WORDS, segment, re.I):
-                rest = side
+                rest, rest_model = side, named
             # a role list before a segment that names some of the same roles describes the game, it is not the
             # subject of that segment ("预言家女巫猎人守卫，狼人和预言家训练": only the wolves and the seer train)
-            sides[side].update(roles + ([] if set(pending) & set(roles) else pending))
+            roles += [] if set(pending) & set(roles) else pending
+            sides[side].update(roles)
+            model_of |= {r: named for r in roles if named}
             pending = []
             listed = side if re.search(r"[:：=]", segment) else None
         if listed is not None:
             sides[listed].update(pending)
     if rest is not None:
-        sides[rest].update(r for r in ROLES if seats.get(r) and not any(r in side for side in sides.values()))
+        others = [r for r in ROLES if seats.get(r) and not any(r in side for side in sides.values())]
+        sides[rest].update(others)
+        model_of |= {r: rest_model for r in others if rest_model}
     trainable = sides["trainable"]
     if not any(sides.values()):
         trainable = {r for r in ("werewolf", "seer") if seats.get(r)}
@@ -295,20 +302,24 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
                            f"({_seats(seats)}): give the {role} a seat, or leave it out of the trainable "
                            "roles.")
     static = [r for r in ROLES if r not in trainable]
-    return [r for r in ROLES if r in trainable], static, [r for r in static if r in sides["copy"]]
+    copy = [r for r in static if r in sides["copy"]]
+    return [r for r in ROLES if r in trainable], static, copy, {r: m for r, m in model_of.items() if r in static}
 
 
 COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
 
 
-def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str]) -> list[Team]:
+def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str],
+              model_of: dict[str, str]) -> list[Team]:
     """One team per side of the trainable roles (own episode and reward; the village's is "seer" when only the
-    seer trains), then per side and model of the static roles (a taken name gets "_static", then "_opponent"):
-    the roles in `copy` play the frozen local copy ('opponent'), the others `static_name`."""
+    seer trains), then per side and model of the static roles (a taken name gets "_static", "_opponent", then a
+    number): the roles in `copy` play the frozen local copy ('opponent'), a role in `model_of` that model, the
+    others `static_name`."""
     copied = [r for r in static if r in copy or static_name == COPY]
     teams: list[Team] = []
-    groups = [(True, "server1", trainable), (False, static_name, [r for r in static if r not in copied]),
-              (False, COPY, copied)]
+    played = {r: model_of.get(r, static_name) for r in static if r not in copied}
+    groups = [(True, "server1", trainable), *[(False, m, [r for r in played if played[r] == m])
+                                              for m in dict.fromkeys(played.values())], (False, COPY, copied)]
     for trained, model, roles in groups:
         village = [r for r in roles if r != "werewolf"]
         sides = (("werewolves", [r for r in roles if r == "werewolf"]),
@@ -316,7 +327,8 @@ def teams_for(trainable: list[str], static: list[str], static_name: str, copy: l
         for side, mine in sides:
             if mine:
                 taken = {t.name for t in teams}
-                name = next(n for n in (side, f"{side}_static", f"{side}_{COPY}") if n not in taken)
+                name = next(n for n in (side, f"{side}_static", f"{side}_{COPY}", *(f"{side}_{k}" for k in range(2, 9)))
+                            if n not in taken)
                 teams.append(Team(name=name, roles=mine, model=model))
     return teams
 
@@ -339,11 +351,12 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     common.game_parameter(facts, game, "max_days", days, notes, manifest, "day limit")
     common.game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     game = manifest.resolve_parameters(game)
-    trainable, static, copy = split_roles(facts, notes, seats)
+    trainable, static, copy, model_of = split_roles(facts, notes, seats)
     model = common.static_opponent(facts, notes, "the static roles")
-    teams = teams_for(trainable, static, model.name, copy)
-    statics = [m for m in {model.name: model, COPY: StaticModel(name=COPY)}.values()
-               if any(t.model == m.name for t in teams)]
+    known = {m.name.lower(): common.static_endpoint(facts, m) for _, m in facts.static_models}
+    teams = teams_for(trainable, static, model.name, copy, {r: known[m].name for r, m in model_of.items()})
+    statics = [m for m in {model.name: model, **{m.name: m for m in known.values()}, COPY: StaticModel(name=COPY)}
+               .values() if any(t.model == m.name for t in teams)]
     for m in statics:
         common.static_note(facts, m, notes)
     if copy and model.name != COPY:
