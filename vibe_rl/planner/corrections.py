@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from collections import namedtuple
 
-from vibe_rl.planner.fields import TRAINING
 from vibe_rl.planner.servers import EACH_SERVER, GPU, PER_SERVER, TOTAL
+from vibe_rl.planner.table import TRAINING
 from vibe_rl.planner.table import patterns as row_patterns
 from vibe_rl.planner.text import CN_NUMBER, MODEL_NAME, NUM, WORD_NUMBER
 

@@ -35,8 +35,7 @@ def states(quote: str, field: str, value: Any) -> bool:
     training table's, the review's words for GPUs, ports and game counts: "4 张卡" is no batch size); a path,
     URL or model name must be in it. Wiring, modes and server names are structure: the quote must exist, which
     `check` asks already."""
-    from vibe_rl.planner.fields import TRAINING
-    from vibe_rl.planner.table import words_of
+    from vibe_rl.planner.table import TRAINING, words_of
 
     if field.startswith(("wire.", "modes")) or field == "family" or isinstance(value, bool):
         return True
