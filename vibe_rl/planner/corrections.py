@@ -4,12 +4,12 @@ by the corrected one wherever it stood (so its context, e.g. "server 2 uses 4 GP
 correction's own value phrase is removed. Each rewrite is said in a note naming the value it replaced.
 
 A correction starts at a marker ("actually", "no wait", "make that", "make the batch size 16", "bump the lr to
-3e-6", "改成", "降到", "不对", ...) and runs to the end of
-its sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the
-latest earlier value of the same kind (the same field, GPU count, player count, port, path or model name; the
-same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest
-value of the kind a field word right before the marker names ("batch 改为 16"), else the value said just before
-the marker on the same line. A value with no earlier one of its kind is left alone: it is new, not a fix.
+3e-6", "改成", "降到", "不对", ...) and runs to the end of its sentence; "<value> instead" corrects with the comma
+part before "instead". A value in it replaces the latest earlier value of the same kind (the same field, GPU
+count, player count, port, path or model name; the same scope, "each"/"total", when one is said). A bare
+number ("no wait, 32", "改成 200") replaces the latest value of the kind a field word right before the marker
+names ("batch 改为 16"), else the value said just before the marker on the same line. A value with no earlier
+one of its kind is left alone: it is new, not a fix.
 """
 
 from __future__ import annotations

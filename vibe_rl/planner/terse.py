@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import suppress
 
 ABBREVIATIONS = {"wis": "who is spy", "wisp": "who is spy", "ww": "werewolves", "wwf": "werewolves"}
 _KEYS = r"bs|n|lr|steps?|gpus?|temp|t|players?|spies|rounds?|days?|seed|ports?|mt|ctx"
@@ -92,16 +93,11 @@ def json_blocks(text: str) -> tuple[str, int]:
     indented under their key), so each key is read as structure; (text, objects rewritten)."""
     out, pos, count = [], 0, 0
     for m in re.finditer(r"\{", text):
-        if m.start() < pos:
-            continue
-        try:
-            value, end = json.JSONDecoder().raw_decode(text, m.start())
-        except ValueError:
-            continue
-        if not isinstance(value, dict) or not value:
-            continue
-        out += [text[pos:m.start()], "\n".join(_yaml_lines(value)) + "\n"]
-        pos, count = end, count + 1
+        with suppress(ValueError):  # no JSON there; a "{" inside an earlier object is none either
+            value, end = json.JSONDecoder().raw_decode(text, m.start()) if m.start() >= pos else ({}, 0)
+            if isinstance(value, dict) and value:  # an object, not empty
+                out += [text[pos:m.start()], "\n".join(_yaml_lines(value)) + "\n"]
+                pos, count = end, count + 1
     return "".join(out) + text[pos:], count
 
 
@@ -131,9 +127,8 @@ def glued(text: str) -> tuple[str, list[str]]:
     read: list[str] = []
 
     def key_value(m: re.Match) -> str:
-        key = m.group(1).lower()
         read.append(m.group())
-        return f"{_KEY_NAMES.get(key, key)}: {m.group(2)},"
+        return f"{_KEY_NAMES.get(m.group(1).lower(), m.group(1).lower())}: {m.group(2)},"
 
     def value_unit(m: re.Match) -> str:
         unit = _UNITS[m.group(2).lower()]
