@@ -51,7 +51,7 @@ IGNORED_NUMBER = re.compile(r"(?:agents?|智能体)\s*\d+\s*(?:和|与|、|,|&|a
                             rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|^\s*[(（]\d+[)）]|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
                             r"|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE | re.MULTILINE)
 REPORT_WIDTH = 80  # an unparsed entry longer than this is cut down to the part around its fact
-_CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s|$)")
+CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s|$)")
 
 
 @dataclass
@@ -112,7 +112,7 @@ class SpecText:
 
     def clauses(self) -> list[tuple[int, int]]:
         """(start, end) of each line or sentence."""
-        bounds = [0, *(i for m in _CLAUSE_END.finditer(self.text) for i in m.span()), len(self.text)]
+        bounds = [0, *(i for m in CLAUSE_END.finditer(self.text) for i in m.span()), len(self.text)]
         return [(a, b) for a, b in zip(bounds[::2], bounds[1::2], strict=True) if self.text[a:b].strip()]
 
     def clause_of(self, position: int) -> tuple[int, int]:
