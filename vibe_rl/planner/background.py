@@ -1,23 +1,20 @@
 """Background sentences: what the writer did before, elsewhere or last time ("last year I tried 10 players",
 "I used PPO on a different project", "上次每 15 步存一次，结果盘满了", "our previous config had batch_size: 64"), or
 might do later ("if it diverges we drop the lr to 1e-7", "如果显存不够就改成 batch 8", "maybe later 16 GPUs").
+They describe another training, not this one, so no rule may read them: a number there never sets a field, a
+method there never refuses the spec, and a value there never contradicts this spec's value. Each such part is
+blanked (replaced by spaces, so every other offset stays where it was) before any rule runs, and said in a
+note. A part ends at the end of its sentence or where the writer comes back to now ("this time", "now", "这次",
+"现在").
 
-They describe another training, not this one, so no rule may read them: a number there never sets a field,
-a method there never refuses the spec, and a value there never contradicts this spec's value. Each such part
-is blanked (replaced by spaces, so every other offset stays where it was) before any rule runs, and said in a
-note. A part ends at the end of its sentence or where the writer comes back to now ("this time", "now",
-"这次", "现在").
-
-Also here: asks no vibe-rl project can hold (`check_supported`), refused before a family is planned (a clear error beats a project that
-silently trains something else):
-
+Also here: asks no vibe-rl project can hold (`check_supported`), refused before a family is planned (a clear
+error beats a project that silently trains something else):
 - images, video or audio as input (vision-language models such as Qwen2.5-VL, "multimodal", "图像"): the
   engine serves causal language models and the games exchange text;
 - a value model (actor-critic, PPO with GAE, "value head", "价值模型") and PPO named as the algorithm: training
   is GRPO, whose baseline is the group's mean reward (a bare "critic" is not refused: in a workflow it is an
   agent that reviews another's answer);
 - preference optimisation (DPO, KTO, ORPO, SimPO): training learns from episode rewards, not preference pairs.
-
 A mention that declines the ask is not one ("GRPO, not PPO", "no critic", "critic-free", "不用 PPO"), and
 neither is a PPO term that GRPO shares ("PPO-style clipping", "ppo_mini_batch_size"). Each error says what
 was asked, why the plan cannot hold it, and what to write instead.
@@ -28,7 +25,7 @@ from __future__ import annotations
 import re
 
 from vibe_rl.errors import PlannerError
-from vibe_rl.planner.text import SpecText
+from vibe_rl.planner.text import SpecText, part_around
 
 _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|quarter)\b|\bpreviously\b|"
        r"\b(?:on|in|for|with)\s+(?:a|an|my|our|the|some)?\s*(?:other|another|different|previous|earlier|old|older|past)"
@@ -117,8 +114,7 @@ def check_supported(text: str) -> tuple[str, list[str]]:
             line_start = text.rfind("\n", 0, m.start()) + 1
             if re.search(_DECLINED, text[line_start:m.start()], re.IGNORECASE):
                 continue
-            start = max(text.rfind(c, 0, m.start()) for c in "\n,，.。;；:：") + 1
-            ends = [i for i in (text.find(c, m.end()) for c in "\n,，。;；") if i >= 0]
-            said = text[start:min(ends or [len(text)])].strip()
+            start, end = part_around(text, m.start(), m.end(), "\n,，.。;；:：", "\n,，。;；")
+            said = text[start:end].strip()
             raise PlannerError(f"The spec asks for {why.format(said=said[:100])}")
     return text, []

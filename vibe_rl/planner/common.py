@@ -92,8 +92,7 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
 def tabled(facts: Facts, name: str, manifest: Manifest, notes: list[str], rows: list | None = None) -> Found | None:
     """The parameter's row of the family's table (manifest `parameters.<name>.words`, else the shared GAME rows;
     or `rows`), read by the one table reader; the value's span is its source."""
-    from vibe_rl.planner.fields import GAME
-    from vibe_rl.planner.table import Row, read
+    from vibe_rl.planner.table import GAME, Row, read
 
     param = manifest.parameters[name]
     w = param.words

@@ -5,11 +5,11 @@ correction's own value phrase is removed. Each rewrite is said in a note naming 
 
 A correction starts at a marker ("actually", "no wait", "make that", "make the batch size 16", "bump the lr to
 3e-6", "but this job should only take 8", "改成", "降到", "不对", "但这次只用", ...) and runs to the end of its
-sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the
-latest earlier value of the same kind (the same field, GPU count, player count, port, path or model name; the
-same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest
-value of the kind a field word right before the marker names ("batch 改为 16"), else the value said just before
-the marker on the same line. A value with no earlier one of its kind is left alone: it is new, not a fix.
+sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the latest
+earlier value of the same kind (the same field, GPU count, player count, port, path or model name; the same
+scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest value of
+the kind a field word right before the marker names ("batch 改为 16"), else the value said just before the
+marker on the same line. A value with no earlier one of its kind is left alone: it is new, not a fix.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from collections import namedtuple
 
-from vibe_rl.planner.fields import TRAINING
 from vibe_rl.planner.servers import EACH_SERVER, GPU, PER_SERVER, TOTAL
+from vibe_rl.planner.table import TRAINING
 from vibe_rl.planner.table import patterns as row_patterns
-from vibe_rl.planner.text import CN_NUMBER, MODEL_NAME, NUM, WORD_NUMBER
+from vibe_rl.planner.text import CLAUSE_END, CN_NUMBER, MODEL_NAME, NUM, WORD_NUMBER
 
 MARKERS = (r"\bactually\b[,，]?|\bno[,，]?\s+wait\b[,，:]?|\bwait\s*[,，:—]|\bmake\s+(?:that|it)\b|\bscratch\s+that\b[,，]?|"
            r"\bcorrection\s*[:：,，]|\bi\s+mean\b[,，]?|\bi\s+meant\b|\bon\s+second\s+thought\b[,，]?|"
@@ -30,7 +30,6 @@ MARKERS = (r"\bactually\b[,，]?|\bno[,，]?\s+wait\b[,，:]?|\bwait\s*[,，:—
            r"后来(?:又)?(?:改|换)(?:成|为|到)|(?:改|换|调|降|减|升|增|改小|改大|调小|调大|降低|提高)(?:成|为|到|至)|更正(?:为|一下)?[:：，,]?|纠正(?:一下)?[:：，,]?|"
            r"不对[,，]?|哦不[,，]?|噢不[,，]?|算了[,，]?|应该是|修改为|重新设为|(?:但|不过)[^，,。；;\n]{0,8}?只(?:用|需要?|占|要)")
 _MARKER = re.compile(rf"{MARKERS}|(?P<instead>\binstead\b(?!\s+of))", re.IGNORECASE)
-_END = re.compile(r"\n|[;。；!?！？]|\.(?=\s|$)")
 _SEGMENT_END = re.compile(r"\n|[,，;。；!?！？]|\.(?=\s|$)")
 # "no wait, 32", "make it 1e-6", "改成 200", "只用 8 张": a number alone in its comma part (a card measure word after it)
 _BARE = (rf"\A[\s,，:：]*(?:(?:to|it'?s|is|be|use|it|为|用|成)\s*)*(\d+(?:\.\d+)?(?:e[-+]?\d+)?|{CN_NUMBER}|{WORD_NUMBER})"
@@ -116,7 +115,7 @@ def apply_corrections(text: str) -> tuple[str, list[str]]:
             end = marker.start()
         else:
             start = marker.end()
-            end = next((m.start() for m in _END.finditer(text, start)), len(text))
+            end = next((m.start() for m in CLAUSE_END.finditer(text, start)), len(text))
         lead = (max(text.rfind(c, 0, marker.start()) for c in ",，;；。\n") + 1, marker.start())
         edits, said = _edits(text, start, end, lead)
         notes += said

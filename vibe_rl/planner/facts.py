@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibe_rl.planner.counts import read_count
-from vibe_rl.planner.fields import TRAINING, unplaced_notes
 from vibe_rl.planner.servers import MODES, GpuFacts, ServerFacts, gpu_facts, server_facts
 from vibe_rl.planner.statics import judge_context, mentions, static_models
-from vibe_rl.planner.table import read
+from vibe_rl.planner.table import TRAINING, read, unplaced_notes
 from vibe_rl.planner.text import MODEL_NAME, Found, SpecText
 from vibe_rl.schema.job import StaticModel
 

@@ -1,23 +1,19 @@
-"""Numbers in scientific phrasing, grouped digits or several nodes, rewritten to plain numbers before any rule
-reads the spec.
+"""Numbers in scientific phrasing, grouped digits, GPU ids or several nodes, rewritten to plain numbers before
+any rule reads the spec; every rewrite is said in a note (the plan shows what was read).
 
-People write a learning rate as "五乘十的负七次方", "1乘10的-6次方", "十的负六次方", "5x10^-7", "5×10⁻⁷",
-"10**-6" or "five times ten to the minus seven". Each becomes `<mantissa>e<exponent>` ("5e-7"), so the field
-patterns read it like "lr 5e-7". Grouped digits ("1,000 steps", "10_000") and digits with a Chinese multiplier
-("1万步", "1.5万", "2千") become plain integers. Every rewrite is said in a note (the plan shows what was read).
-
-Several machines (`rewrite_nodes`: "two nodes of 8 GPUs", "16 GPUs across 2 nodes", "2机16卡", "两台机器，每台
-8 卡") are rewritten to the GPUs of one node before the rules run, since a plan describes one node:
-`TaskSpec.gpus` is the GPU count of the training node, and `vibe-rl run` starts every server on it.
-
-The per-node count is read where the spec says it ("of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡", and "GPUs:
-2 nodes of 4", where the GPU word comes first); a count "across / over N nodes" or the Chinese "N机M卡" is the
-total and is divided by N. The rewrite and what the plan does with the other nodes are said in a note; a node
-count whose GPUs cannot be split evenly, or that comes without a GPU count, is left in the text (so it is
-reported as not understood) with a note saying what to do.
-
-GPU ids said instead of a count ("GPUs 0-3", "卡 0,1,2,3", "CUDA_VISIBLE_DEVICES=4,5") are rewritten to the count
-("4 GPUs"), and a total restated after the per-node phrase ("2 nodes x 8 H100 (16 GPUs total)") is part of it.
+- scientific (`rewrite_scientific`): "五乘十的负七次方", "1乘10的-6次方", "十的负六次方", "5x10^-7", "5×10⁻⁷",
+  "10**-6", "five times ten to the minus seven" -> `<mantissa>e<exponent>` ("5e-7"), read like "lr 5e-7";
+- grouped digits ("1,000 steps", "10_000") and digits with a Chinese multiplier ("1万步", "1.5万", "2千") ->
+  plain integers (`rewrite_grouped`);
+- several machines (`rewrite_nodes`: "two nodes of 8 GPUs", "16 GPUs across 2 nodes", "2机16卡", "两台机器，每台
+  8 卡") -> the GPUs of one node, since a plan describes one node: `TaskSpec.gpus` is the GPU count of the
+  training node, and `vibe-rl run` starts every server on it. The per-node count is read where the spec says
+  it ("of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡", and "GPUs: 2 nodes of 4", the GPU word first); a
+  count "across / over N nodes" or the Chinese "N机M卡" is the total, divided by N. The note says what the
+  plan does with the other nodes; a node count whose GPUs cannot be split evenly, that does not say which, or
+  that comes without a GPU count stays in the text (reported as not understood) with a note saying what to do;
+- GPU ids instead of a count ("GPUs 0-3", "卡 0,1,2,3", "CUDA_VISIBLE_DEVICES=4,5") -> the count ("4 GPUs"),
+  and a total restated after the per-node phrase ("2 nodes x 8 H100 (16 GPUs total)") is part of it.
 """
 
 from __future__ import annotations
@@ -138,8 +134,7 @@ _KEY_PER_NODE = rf"(?:gpus?|cards?)[\s_-]*per[\s_-]*(?:node|machine|host)\s*[:�
 def _key_values(text: str) -> tuple[str, list[str]]:
     """'nodes: 2' and 'gpus_per_node: 8' (settings lines or flags) -> 'gpus: 8' (the node count is dropped from
     the text and said in the note)."""
-    nodes = re.search(_KEY_NODES, text, re.IGNORECASE)
-    per = re.search(_KEY_PER_NODE, text, re.IGNORECASE)
+    nodes, per = (re.search(pattern, text, re.IGNORECASE) for pattern in (_KEY_NODES, _KEY_PER_NODE))
     n = to_int(nodes.group(1)) if nodes else 1
     if not per or n < 1:
         return text, []

@@ -1,19 +1,18 @@
 """An LLM's plan, kept only where the spec says so: every value the LLM sets carries the words of the spec it
 quotes, and a value is used only when that quote is in the spec verbatim (whitespace aside), outside its
 background sentences, and states the value. Anything else goes back to the family's default and is listed as
-not understood, so an LLM's guess is never used silently.
-
-The base is the family's defaults (the offline rules of the family on a spec that says nothing else); the rows
-are those of the review table (vibe_rl.planner.review): `training.lr`, `servers.0.model_path`, `modes`,
-`wire.agent_roll.spy`, ... A rejected number, path or reward goes back to its default; a rejected mode list,
-wiring or static model puts the whole seating (modes, teams, static models, servers) back to the family's,
-since those only make sense together. What the accepted quotes leave unread (a number, path, env var or model
-name of the spec outside them) is listed as not understood, as the offline reader lists it.
+not understood, so an LLM's guess is never used silently. The base is the family's defaults (its offline rules
+on a spec that says nothing else); the rows are those of the review table (vibe_rl.planner.review):
+`training.lr`, `servers.0.model_path`, `modes`, `wire.agent_roll.spy`, ... A rejected number, path or reward
+goes back to its default; a rejected mode list, wiring or static model puts the whole seating (modes, teams,
+static models, servers) back to the family's, since those only make sense together. What the accepted quotes
+leave unread (a number, path, env var or model name of the spec outside them) is listed as not understood.
 """
 
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from functools import lru_cache
 from typing import Any
 
@@ -35,8 +34,7 @@ def states(quote: str, field: str, value: Any) -> bool:
     training table's, the review's words for GPUs, ports and game counts: "4 张卡" is no batch size); a path,
     URL or model name must be in it. Wiring, modes and server names are structure: the quote must exist, which
     `check` asks already."""
-    from vibe_rl.planner.fields import TRAINING
-    from vibe_rl.planner.table import words_of
+    from vibe_rl.planner.table import TRAINING, words_of
 
     if field.startswith(("wire.", "modes")) or field == "family" or isinstance(value, bool):
         return True
@@ -63,15 +61,13 @@ def _set(data: dict, field: str, value: Any) -> None:
     not there."""
     *path, leaf = field.split(".")
     node: Any = data
-    try:
+    with suppress(KeyError, IndexError, TypeError):  # the path is not there
         for part in path:
             node = node[int(part)] if isinstance(node, list) and part.isdigit() else node[part]
-    except (KeyError, IndexError, TypeError):
-        return
-    if isinstance(node, dict) and value is None:
-        node.pop(leaf, None)
-    elif isinstance(node, dict):
-        node[leaf] = value
+        if isinstance(node, dict) and value is None:
+            node.pop(leaf, None)
+        elif isinstance(node, dict):
+            node[leaf] = value
 
 
 def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, list[dict[str, Any]]]:
@@ -145,9 +141,7 @@ def _merge(llm: TaskSpec, base: TaskSpec, accepted: dict[str, tuple], rejected: 
     seating = {key: ours[key] for key in ("teams", "servers", "static_models", "modes")}
     structure_ok = not any(r.startswith(("modes", "wire.", "static_models.")) for r in rejected)
     for i, server in enumerate(seating["servers"] if structure_ok else []):  # values only from accepted rows
-        for leaf in ("model_path", "port", "gpus"):
-            if f"servers.{i}.{leaf}" in accepted:
-                continue
+        for leaf in (x for x in ("model_path", "port", "gpus") if f"servers.{i}.{x}" not in accepted):
             if i < len(base.servers):
                 server[leaf] = getattr(base.servers[i], leaf)
             else:

@@ -5,19 +5,30 @@ and a fragment may carry its own lookaround), its type, its range and its units.
 from a number only where one of its words stands next to it in the same part of a clause, with only linking
 words ("is", "of", "=", "：", "为", "around", "大约", ...) between: "batch size 16", "lr=2e-6", "学习率 1e-5",
 "16 tasks per batch" (a word after the number), "训练 300 步" (a word before, a unit after). So adding a field
-is one row (vibe_rl.planner.fields; a family's rows are in its manifest: `parameters.<name>.words`). The first
-phrasing that reads a value wins; its number is marked as understood and its span is the field's source (the
-review table shows it). A field said twice with different values keeps the first and notes the others, which
-stay not understood.
+is one row (a family's rows are in its manifest: `parameters.<name>.words`). The first phrasing that reads a
+value wins; its number is marked as understood and its span is the field's source (the review table shows
+it). A field said twice with different values keeps the first and notes the others, which stay not understood.
+A negative number is read too, so that the plan refuses it with the field named (instead of hiding it).
+
+The tables are `fields.yaml` next to this file, read once: shared regex fragments (`<<name>>` in a word), one
+row per training field (`TRAINING`: "batch size 16", "lr=5e-6", "8 samples per prompt", "rollouts_per_prompt:
+8", "每个 prompt 采样 8 条", "stop training at 300 steps", keys "bsz=64", "GRPO (G=8)"), the game parameters
+every family may have (`GAME`), and settings the plan has no field for (`UNPLACED`: LoRA, KL, warmup, gradient
+accumulation, tensor parallelism, ...), each with a note naming the config key to edit after rendering (their
+numbers stay in `unparsed`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from vibe_rl.planner.text import CN_NUMBER, WORD_NUMBER, SpecText, to_int
 
@@ -98,3 +109,35 @@ def words_of(field_name: str, rows: Iterable[Row]) -> str | None:
     """The words of a field (a regex), or None when no row names it."""
     row = next((r for r in rows if r.field == field_name), None)
     return None if row is None else "|".join(x for x in (row.words(), "|".join(row.after)) if x)
+
+
+@functools.cache
+def _table() -> dict[str, Any]:
+    """fields.yaml read: its rows as Rows and its unplaced (pattern, note) pairs, fragments substituted."""
+    data = yaml.safe_load(Path(__file__).with_name("fields.yaml").read_text(encoding="utf-8"))
+    fragments: dict[str, str] = {}
+
+    def sub(text: str) -> str:  # <<name>> -> its fragment (one defined before, when a fragment refers to one)
+        return re.sub(r"<<(\w+)>>", lambda m: fragments[m.group(1)], text)
+
+    for name, value in data["fragments"].items():
+        fragments[name] = sub("|".join(value) if isinstance(value, list) else value)
+
+    def row(entry: dict[str, Any]) -> Row:
+        words = {k: tuple(map(sub, entry[k])) for k in ("en", "zh", "unit", "after") if k in entry}
+        return Row(**{**entry, **words, "type": {"int": int, "float": float}[entry.get("type", "int")]})
+
+    return {"training": [row(e) for e in data["training"]], "game": [row(e) for e in data["game"]],
+            "unplaced": [(sub(e["pattern"]), e["note"]) for e in data["unplaced"]]}
+
+
+TRAINING: list[Row] = _table()["training"]  # the training fields (TaskSpec.training): one row each
+GAME: list[Row] = _table()["game"]  # game parameters every family may have (num_tasks)
+UNPLACED: list[tuple[str, str]] = _table()["unplaced"]  # (pattern, what to do): their numbers stay unparsed
+
+
+def unplaced_notes(src: SpecText) -> list[str]:
+    """The note of every unplaced setting the spec names, with the rank it says ("r=16") where a note asks."""
+    rank = re.search(r"(?:rank|\br)\s*(?:of|=|:)?\s*(\d+)", src.text, re.IGNORECASE)
+    said = f" (the spec says {rank.group(1)})" if rank else ""
+    return [note.format(rank=said) for pattern, note in UNPLACED if re.search(pattern, src.text, re.I)]

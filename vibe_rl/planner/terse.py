@@ -1,33 +1,33 @@
-"""Spec layouts and spellings the field patterns do not read as prose, rewritten to "key: value" parts before the rules run:
+"""Spec layouts and spellings the field patterns do not read as prose, rewritten to "key: value" parts
+before the rules run; every rewrite of a kind is said in one note (bold keys in none: emphasis says nothing):
 
+- key lines (`key_lines`, first): "Q: how many players? A: 8" -> "players: 8", also a chat's question
+  answered by a number on the next line ("bob: how many gpus?" / "alice: 4."); an aside before a key's colon
+  dropped ("players (total): 7"); "NUM_PLAYERS=8" -> "num_players=8" (never a *_URL, *_KEY, *_TOKEN
+  variable); a diff's "- batch_size: 32" / "+ batch_size: 16" -> "batch_size: 16"; "Batch — 16" -> "Batch:
+  16"; bold keys as plain keys; "2 servers x 4 GPUs" -> "2 servers with 4 GPUs each";
+- JSON objects and per-server YAML blocks as "key: value" lines;
 - markdown tables: "| gpus | 8 |" -> "gpus: 8" (header and separator rows dropped; a table of more than two
-  columns gives "first cell: header2 cell2, header3 cell3");
+  columns gives "first cell: header2 = cell2, header3 = cell3"); a header row of keys over a row of values:
+  "players = 6, spies = 2, ..."; a role table with a count column as a "roles:" block (the whole table);
 - a one-line list cut by pipes: "8x H100 | bs=32 | lr 1e-6" -> "8x H100, bs=32, lr 1e-6";
-- command-line flags: "--batch-size 8 --lr 1e-6" -> "batch size: 8, lr: 1e-6";
+- command-line flags: "--batch-size 8 --lr 1e-6" -> "batch size: 8, lr: 1e-6,";
 - inline assignments: "players=8 spies=2" -> "players=8, spies=2" (so "8 spies" is never read across them);
-- glued terse tokens: "bs8 n4 lr1e-6 steps300" -> "bs: 8, n: 4, lr: 1e-6, steps: 300"; "6p 1spy 4gpu" ->
-  "6 players, 1 spy, 4 GPUs";
-- abbreviations of the games: "wis" -> "who is spy", "ww" -> "werewolves";
-- misspellings of the words the rules key on ("bacth size", "learing rate", "civilans") as the word meant;
-- key lines (`key_lines`, first): "Q: how many players? A: 8" -> "players: 8", also a chat's question answered by a
-  number on the next line ("bob: how many gpus?" / "alice: 4."); an aside before a key's colon
-  dropped ("players (total): 7"); "NUM_PLAYERS=8" -> "num_players=8" (never a *_URL, *_KEY, *_TOKEN variable);
-  a diff's "- batch_size: 32" / "+ batch_size: 16" -> "batch_size: 16"; "Batch — 16" -> "Batch: 16"; bold keys
-  as plain keys; "2 servers x 4 GPUs" -> "2 servers with 4 GPUs each";
-- a markdown header row of keys over a row of values: "players = 6, spies = 2, ..."; a role table with a count
-  column as a "roles:" block (the whole table).
-Every rewrite of a kind is said in one note (bold keys in none: emphasis says nothing).
+- glued terse tokens: "bs8 n4 lr1e-6" -> "bs: 8, n: 4, lr: 1e-6,"; "6p 1spy 4gpu" -> "6 players, 1 spy,
+  4 GPUs"; game abbreviations: "wis" -> "who is spy", "ww" -> "werewolves".
 
-A word is corrected only when it is one edit away from a vocabulary word (two letters swapped, one letter
-missing, or one letter doubled or inserted) and is not itself a word a spec uses for something else
-("layers" is not "players", "step" is not "steps"). Words shorter than five letters are left alone except
-for swapped letters ("gups" -> "gpus"); paths, URLs, env vars and hyphenated names are never touched.
+`fix_typos` reads a misspelling of a word the rules key on ("bacth size", "civilans") as the word meant
+when it is one edit away from a vocabulary word (two letters swapped, one letter missing, or one doubled or
+inserted) and is not itself a word a spec uses for something else ("layers" is not "players", "step" is
+not "steps"). Words shorter than five letters get swaps only ("gups" -> "gpus"); paths, URLs, env vars and
+hyphenated names are never touched.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from contextlib import suppress
 
 ABBREVIATIONS = {"wis": "who is spy", "wisp": "who is spy", "ww": "werewolves", "wwf": "werewolves"}
 _KEYS = r"bs|n|lr|steps?|gpus?|temp|t|players?|spies|rounds?|days?|seed|ports?|mt|ctx"
@@ -45,17 +45,15 @@ def tables(text: str) -> tuple[str, int]:
     'count' / '数量' (a number in it) counts the row's seats: one row is one record, "2 werewolf: /m/q7b", and the
     rows are a "roles:" block (the whole table: a role it leaves out has no seat)."""
     lines, out, header, count = text.split("\n"), [], None, 0
-    for i, line in enumerate(lines):
+    for line, after in zip(lines, [*lines[1:], ""], strict=True):
         if not _ROW.match(line):
             out.append(line)
             header = None
             continue
-        if _SEPARATOR.match(line):
-            out.append("")
-            continue
+        separator = _SEPARATOR.match(line)
         cells = [c.strip().strip("`*") for c in line.strip().strip("|").split("|")]
-        if i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]) and "|" in lines[i + 1]:
-            header = cells  # the header row: its names label a wide table's columns
+        if separator or "|" in after and _SEPARATOR.match(after):  # a header row: its names label the columns
+            header = header if separator else cells
             out.append("")
             continue
         count += 1
@@ -95,16 +93,11 @@ def json_blocks(text: str) -> tuple[str, int]:
     indented under their key), so each key is read as structure; (text, objects rewritten)."""
     out, pos, count = [], 0, 0
     for m in re.finditer(r"\{", text):
-        if m.start() < pos:
-            continue
-        try:
-            value, end = json.JSONDecoder().raw_decode(text, m.start())
-        except ValueError:
-            continue
-        if not isinstance(value, dict) or not value:
-            continue
-        out += [text[pos:m.start()], "\n".join(_yaml_lines(value)) + "\n"]
-        pos, count = end, count + 1
+        with suppress(ValueError):  # no JSON there; a "{" inside an earlier object is none either
+            value, end = json.JSONDecoder().raw_decode(text, m.start()) if m.start() >= pos else ({}, 0)
+            if isinstance(value, dict) and value:  # an object, not empty
+                out += [text[pos:m.start()], "\n".join(_yaml_lines(value)) + "\n"]
+                pos, count = end, count + 1
     return "".join(out) + text[pos:], count
 
 
@@ -134,9 +127,8 @@ def glued(text: str) -> tuple[str, list[str]]:
     read: list[str] = []
 
     def key_value(m: re.Match) -> str:
-        key = m.group(1).lower()
         read.append(m.group())
-        return f"{_KEY_NAMES.get(key, key)}: {m.group(2)},"
+        return f"{_KEY_NAMES.get(m.group(1).lower(), m.group(1).lower())}: {m.group(2)},"
 
     def value_unit(m: re.Match) -> str:
         unit = _UNITS[m.group(2).lower()]
@@ -260,8 +252,7 @@ def _edits(word: str) -> set[str]:
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
     swaps = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
     deletes = {a + b[1:] for a, b in splits if b} if len(word) >= 6 else set()
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    inserts = {a + c + b for a, b in splits for c in letters} if len(word) >= 5 else set()
+    inserts = {a + c + b for a, b in splits for c in "abcdefghijklmnopqrstuvwxyz"} if len(word) > 4 else set()
     return swaps | deletes | inserts
 
 
@@ -275,8 +266,7 @@ def fix_typos(text: str) -> tuple[str, list[str]]:
     seen: dict[str, str] = {}
 
     def replace(m: re.Match) -> str:
-        word = m.group()
-        good = _FIXES.get(word.lower())
+        word, good = m.group(), _FIXES.get(m.group().lower())
         if good is None:
             return word
         seen.setdefault(word, good)

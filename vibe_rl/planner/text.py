@@ -1,9 +1,8 @@
-"""The spec text plus a record of which parts of it the planner understood.
-
-Every extractor that places a fact in the TaskSpec marks the characters it read (`SpecText.mark`). What is
-left over is reported: a number outside every marked span, or a path, URL, env var or model name that is
-neither marked nor found among the TaskSpec's values, makes its clause an `unparsed` entry. So a fact the
-rules cannot place is shown to the user instead of being dropped or guessed.
+"""The spec text plus a record of which parts of it the planner understood. Every extractor that places a
+fact in the TaskSpec marks the characters it read (`SpecText.mark`). What is left over is reported: a number
+outside every marked span, or a path, URL, env var or model name that is neither marked nor found among the
+TaskSpec's values, makes its clause an `unparsed` entry. So a fact the rules cannot place is shown to the user
+instead of being dropped or guessed.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ IGNORED_NUMBER = re.compile(r"(?:agents?|智能体)\s*\d+\s*(?:和|与|、|,|&|a
                             rf"^\s*(?:[-*]\s*)?\d+[.)、]\s|^\s*[(（]\d+[)）]|{_ROLE_REF}\d+(?!\s*(?:人|名|个|位|players?\b))"
                             r"|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE | re.MULTILINE)
 REPORT_WIDTH = 80  # an unparsed entry longer than this is cut down to the part around its fact
-_CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s|$)")
+CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s|$)")
 
 
 @dataclass
@@ -113,7 +112,7 @@ class SpecText:
 
     def clauses(self) -> list[tuple[int, int]]:
         """(start, end) of each line or sentence."""
-        bounds = [0, *(i for m in _CLAUSE_END.finditer(self.text) for i in m.span()), len(self.text)]
+        bounds = [0, *(i for m in CLAUSE_END.finditer(self.text) for i in m.span()), len(self.text)]
         return [(a, b) for a, b in zip(bounds[::2], bounds[1::2], strict=True) if self.text[a:b].strip()]
 
     def clause_of(self, position: int) -> tuple[int, int]:
@@ -125,8 +124,7 @@ class SpecText:
         values = {v.lower() for v in landed}
         out: list[str] = []
         for m in TOKEN.finditer(self.text):
-            raw, kind = m.group().rstrip("."), m.lastgroup
-            token = raw.lower()
+            raw, kind, token = m.group().rstrip("."), m.lastgroup, m.group().rstrip(".").lower()
             if (any(a <= m.start() and m.start() + len(raw) <= b for a, b in self.spans) or self._ignored(m)
                     or kind == "num" and not numbers or kind != "num" and any(token in v for v in values)
                     or kind == "model" and (any(_abbreviates(v, token) for v in values)
@@ -164,10 +162,11 @@ class SpecText:
         return m.lastgroup == "num" and any(ref.start() <= m.start() < ref.end() for ref in refs)
 
 
-def part_around(text: str, start: int, end: int, separators: str) -> tuple[int, int]:
-    """[a, b): the part of `text` between two of the `separators` (characters) that holds [start, end)."""
+def part_around(text: str, start: int, end: int, separators: str, after: str = "") -> tuple[int, int]:
+    """[a, b): the part of `text` between two of the `separators` (characters; at its end those of `after`,
+    when given) that holds [start, end)."""
     a = max(text.rfind(c, 0, start) for c in separators) + 1
-    return a, min([i for i in (text.find(c, end) for c in separators) if i >= 0] or [len(text)])
+    return a, min([i for i in (text.find(c, end) for c in after or separators) if i >= 0] or [len(text)])
 
 
 def _abbreviates(path: str, name: str) -> bool:
