@@ -24,8 +24,7 @@ from vibe_rl.errors import PlannerError, TemplateError
 from vibe_rl.planner.background import blank_background, check_supported
 from vibe_rl.planner.common import check_gpu_budget
 from vibe_rl.planner.corrections import apply_corrections
-from vibe_rl.planner.counts import rewrite_counts
-from vibe_rl.planner.facts import extract
+from vibe_rl.planner.facts import extract, rewrite_counts
 from vibe_rl.planner.numbers import rewrite_grouped, rewrite_nodes, rewrite_scientific
 from vibe_rl.planner.terse import expand_terse, fix_typos
 from vibe_rl.planner.text import strings_of
@@ -201,10 +200,8 @@ def differs_note(text: str, chosen: Manifest) -> list[str]:
 
 
 # Games no family covers that play like one: (pattern, game, family, how the roles map)
-RELATIVES = [
-    (r"\bmafia\b|黑手党", "Mafia", "werewolves",
-     "the mafia are the werewolves, the detective the seer, the doctor the witch"),
-]
+RELATIVES = [(r"\bmafia\b|黑手党", "Mafia", "werewolves",
+              "the mafia are the werewolves, the detective the seer, the doctor the witch")]
 
 
 def unknown_game_hint(text: str, families: list[Manifest]) -> str:
