@@ -169,7 +169,7 @@ def comparisons(text: str, keywords: list[str]) -> Iterator[tuple[str | None, st
     for m in re.finditer(_LIKE, text, re.IGNORECASE):
         window = _words(re.split(r"[,，.。;；:：\n]", text[m.end():m.end() + 40])[0])
         hits = [(window.find(k), -len(k), k) for k in lower_keys if k in window]
-        keyword = min(hits)[2] if hits else None
+        keyword = min(hits, default=(0, 0, None))[2]
         before = re.split(_SENTENCE, text[max(0, m.start() - 40):m.start()])[-1]
         name = _name_called(text, m.end()) or _name_before(text, m.start())
         gamey = (re.search(_GAME, before + text[m.end():m.end() + 40], re.IGNORECASE) or re.match(r"[^\x00-\x7f]", m.group())

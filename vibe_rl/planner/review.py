@@ -81,8 +81,7 @@ def _states(piece: str, value: Any) -> bool:
 def _part(src: SpecText, start: int, end: int) -> str:
     """The comma part of its clause that holds [start, end) (widened to hold it all)."""
     a, b = _piece_of(src, start) or (start, end)
-    a, b = min(a, start), max(b, end)
-    return src.text[a:b].strip(" \t\n-*:：,，").rstrip(".。 \n")
+    return src.text[min(a, start):max(b, end)].strip(" \t\n-*:：,，").rstrip(".。 \n")
 
 
 def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> str | None:
@@ -148,8 +147,7 @@ def _pieces(text: str, *clauses: tuple[int, int]) -> list[tuple[int, int]]:
 
 
 def _rule(notes: list[str], field: str) -> str:
-    leaf = field.rsplit(".", 1)[-1]
-    head = field.split(".", 1)[0]
+    head, leaf = field.split(".", 1)[0], field.rsplit(".", 1)[-1]
     if head == "wire":
         return "the role's team plays its default model (the family's wiring)"
     for pattern in (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf)):
