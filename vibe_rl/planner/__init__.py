@@ -55,11 +55,8 @@ def plan_full(text: str, planner: str = "auto", name: str | None = None,
         else:
             spec, rows = check(llm_spec, quotes, text)
             return _renamed(spec, name), rows, chosen
-    offline = OfflinePlanner()
-    spec = offline.plan(text, family=family)
-    if fallback:
-        spec = spec.model_copy(update={"notes": [*fallback, *spec.notes]})
-    spec = _renamed(spec, name)
+    spec = (offline := OfflinePlanner()).plan(text, family=family)
+    spec = _renamed(spec.model_copy(update={"notes": [*fallback, *spec.notes]}), name)
     return spec, review(spec, text, "offline", offline.read), "offline (fallback)" if fallback else "offline"
 
 

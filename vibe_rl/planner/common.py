@@ -77,11 +77,8 @@ def game_parameter(facts: Facts, game: dict[str, Any], name: str, found: Found |
     "learner_seat: 1": a spec in the plan's own words is read exactly), else note its default."""
     if found is None and name in manifest.parameters:
         m = facts.src.search(rf"(?<![\w.]){re.escape(name)}\s*[:：=]\s*(-?\d+(?:\.\d+)?)(?![\w.])", mark=False)
-        if m is None:
-            found = tabled(facts, name, manifest, notes)
-        else:
-            value = float(m.group(1))
-            found = Found(int(value) if value.is_integer() and "." not in m.group(1) else value, *m.span())
+        found = tabled(facts, name, manifest, notes) if m is None else \
+            Found((float if "." in m.group(1) else int)(m.group(1)), *m.span())
     if found is not None:
         game[name] = facts.use(found)
         facts.src.source(f"game.{name}", found.start, found.end)

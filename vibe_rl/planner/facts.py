@@ -1,9 +1,27 @@
-"""Family-independent facts read from a spec text (Chinese or English).
+"""Family-independent facts read from a spec text (Chinese or English), and the counts it states in words.
 
 Numbers that map one-to-one onto TaskSpec fields (batch size, group size, learning rate, save frequency, ...)
 are marked as understood when read. Facts a family may or may not use (model paths, per-server facts,
 static models, rounds, task counts) are returned as `Found` values and marked only when a family's rules
 place them (`Facts.use`), so an unplaced one shows up in `TaskSpec.unparsed`.
+
+A count ("6 players", "2 of whom are spies", "三个卧底", "max 20 turns"; `Facts.find`): every match of its
+patterns is a reading, in pattern order, then text order; matches that overlap an earlier one are dropped.
+- One number, one fact: a number that an earlier count already read is not read again by a later one
+  ("谁是卧底：十个玩家" - the players' 十 is not also a spy count because "卧底：十个" matches a spy pattern).
+- Restating the same value is fine: every place is marked as understood ("8 players, 2 of whom are spies. The
+  two spies share a model").
+- Two different values are a PlannerError that quotes both readings ("2 of whom are spies" says 2, "the three
+  spies" says 3); a correction ("actually 3 spies", "改成 3 个卧底") is applied before (vibe_rl.planner.corrections).
+- A reading in rule prose ("until 2 players remain", "the last 2 players", "if the spy survives 3 rounds",
+  "前 2 轮") is qualified: it never contradicts the count, is used only when there is no other reading, and is
+  otherwise left unmarked, so it is listed in `unparsed`.
+
+Rewritten phrasings (`rewrite_counts`): "2 of the 6 players are spies" / "1 out of 5 players is the spy" -> "6
+players, 2 of whom are spies", so each family's rules read both numbers; "two of them spies" -> "two of whom
+are spies"; "a two-spy game" -> "two spies"; "两人对局" / "双人对战" -> "2 名玩家对局" (a player count every family
+reads); a bare "N 人" alone in its part or before a role count ("，2 人，", "谁是卧底 6 人 1 卧底") or spoken
+("12个人那种") -> "N 名玩家".
 """
 
 from __future__ import annotations
@@ -12,11 +30,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from vibe_rl.planner.counts import read_count
+from vibe_rl.errors import PlannerError
 from vibe_rl.planner.servers import MODES, GpuFacts, ServerFacts, gpu_facts, server_facts
 from vibe_rl.planner.statics import judge_context, mentions, static_models
 from vibe_rl.planner.table import TRAINING, read, unplaced_notes
-from vibe_rl.planner.text import MODEL_NAME, Found, SpecText
+from vibe_rl.planner.text import MODEL_NAME, NUM, Found, SpecText, to_int
 from vibe_rl.schema.job import StaticModel
 
 # English words whole: "close" holds no "lose", "twins" no "wins"
@@ -54,20 +72,95 @@ class Facts:
 
     def use(self, found: Found | None) -> Any:
         """Mark a found value (and its restatements) as placed; return its value (None stays None)."""
-        if found is None:
-            return None
-        for start, end in [(found.start, found.end), *found.repeats]:
+        for start, end in [(found.start, found.end), *found.repeats] if found else []:
             self.src.mark(start, end)
-        return found.value
+        return found and found.value
 
     def find(self, *patterns: str) -> Found | None:
-        """The count the patterns read (counts.read_count), its restatements as `repeats`; not marked (pass it
-        to `use` once placed). Two different values are a PlannerError; an earlier `find`'s number is not read
-        again."""
-        return read_count(self.src, patterns, self.claimed)
+        """The count the patterns read (the module's rules), its restatements as `repeats`; not marked (pass
+        it to `use` once placed); the numbers read are added to `claimed`. Two different unqualified values
+        are a PlannerError naming both."""
+        src, claimed = self.src, self.claimed
+        found: list[tuple[re.Match, int]] = []  # (match, value): one line, no overlap, a number not claimed
+        for pattern in patterns:
+            for m in src.finditer(pattern):
+                a, b = _number_span(m)
+                overlaps = any(o.start() < m.end() and m.start() < o.end() for o, _ in found)
+                if "\n" in m.group().strip() or overlaps or any(x <= a < y or a <= x < b for x, y in claimed):
+                    continue
+                found.append((m, to_int(src.text[a:b])))
+        if not found:
+            return None
+        plain = [(m, v) for m, v in found if not _qualified(src.text, m)]
+        first_m, value = (plain or found)[0]
+        clash = next(((m, v) for m, v in plain if v != value), None)
+        if clash is not None:
+            (a, x), (b, y) = sorted([(first_m, value), clash], key=lambda item: item[0].start())
+            raise PlannerError(
+                f"The spec gives one count two different values: {a.group().strip()!r} says {x}, and later "
+                f"{b.group().strip()!r} says {y}. Say the number once, or mark the later one as a correction "
+                "('actually ...', '改成 ...': the corrected value is used), then plan again.")
+        claimed += [_number_span(m) for m, v in found if v == value]
+        return Found(value, *first_m.span(), [m.span() for m, v in found if v == value and m is not first_m])
 
     def server_path(self, index: int) -> Found | None:
         return s.path if (s := self.servers.get(index)) else None
+
+
+# Words just before a number that make it part of a rule, not the count the spec sets
+_QUALIFIED_BEFORE = re.compile(
+    r"(?:\b(?:last|first|final|remaining|other|top|bottom|next|until|till|when|whenever|once|if|unless|after|"
+    r"before|within|survives?|surviving)\b[^,.;:!?\n]{0,20}|前|最后|剩下?|剩余|其余|其他|另外|直到|当|如果|若)\s*$",
+    re.IGNORECASE)
+_QUALIFIED_AFTER = re.compile(r"^\s*(?:remain\w*|are left|left\b|standing|still alive|survive\w*|时|后|剩|以后|之后)",
+                              re.IGNORECASE)
+_GROUP_NOUNS = r"players?|seats?|agents?|people|participants|persons"
+# "2 of the 6 players are spies", "1 out of 5 players is the spy" (the role word follows the verb)
+_OF_THE = re.compile(rf"\b{NUM}\s+(?:out\s+)?of\s+(?:the\s+|all\s+|all\s+the\s+)?{NUM}\s+({_GROUP_NOUNS})\s+"
+                     r"(are|is|will be|play|plays)\b", re.IGNORECASE)
+_OF_THEM = re.compile(rf"\b{NUM}\s+of\s+them\s+(?=spies\b|spy\b|werewol|wolves\b|undercover\b)",
+                      re.IGNORECASE)
+_TWO_SEATS = re.compile(r"(?<![\d一二三四五六七八九十百])(?:两|二|双)\s*人\s*(?=对局|对战|对弈|博弈|游戏|比赛|局)")
+
+
+def _number_span(m: re.Match) -> tuple[int, int]:
+    return m.span(next(i for i, g in enumerate(m.groups(), 1) if g is not None))
+
+
+def _qualified(text: str, m: re.Match) -> bool:
+    line_start = max(text.rfind(c, 0, m.start()) for c in "\n,，;；。") + 1
+    return bool(_QUALIFIED_BEFORE.search(text[line_start:m.start()]) or _QUALIFIED_AFTER.match(text[m.end():]))
+
+
+# "，2 人，" / "谁是卧底 6 人 1 卧底" / "狼人杀 12 人 4狼": a bare "N 人" at the start of its part (or right after the
+# game's name) that ends the part or comes before a role count is the player count ("每队 3 人" is not: 队 precedes)
+_BARE_PEOPLE = re.compile(
+    r"(?:^|(?<=[\n,，;；:：。(（])|(?<=谁是卧底)|(?<=狼人杀)|(?<=棋))(\s*)(\d+|[一二三四五六七八九十两]+)\s*人(?![\w局])"
+    r"(?=\s*(?:$|[\n,，;；。)）]|\d+\s*(?:个|名)?\s*(?:卧底|狼|民|神|平民)|[一二三四五六七八九十两]+\s*(?:个|名)?\s*(?:卧底|狼)))",
+    re.MULTILINE)
+
+
+def rewrite_counts(text: str) -> tuple[str, list[str]]:
+    """(the text with the count phrasings of the module docstring rewritten, notes)."""
+    notes: list[str] = []
+
+    def of_the(m: re.Match) -> str:
+        notes.append(f"Read {m.group()!r} as {m.group(2)} {m.group(3)}, {m.group(1)} of whom {m.group(4)} ...")
+        return f"{m.group(2)} {m.group(3)}, {m.group(1)} of whom {m.group(4)}"
+
+    text = _OF_THE.sub(of_the, text)
+    text = _OF_THEM.sub(r"\1 of whom are ", text)  # "eight players, two of them spies"
+    text = re.sub(rf"\b{NUM}-(spy|spies|werewolf|werewolves|wolf|wolves)\b",  # "a two-spy game"
+                  lambda m: f"{m.group(1)} {'spies' if m.group(2).startswith('sp') else 'werewolves'}", text,
+                  flags=re.IGNORECASE)
+    text, seats = _TWO_SEATS.subn("2 名玩家", text)
+    notes += ["Read '两人' / '双人' (two-person game) as 2 players."] if seats else []
+    text, bare = _BARE_PEOPLE.subn(lambda m: f"{m.group(1)}{m.group(2)} 名玩家", text)
+    text, standard = re.subn(r"(\d+)\s*人\s*标准(局|场|板)", r"\1 名玩家标准\2", text)  # "9 人标准局"
+    text, spoken = re.subn(r"(\d+)\s*个人(?=那种|的局)", r"\1 名玩家", text)  # "12个人那种"
+    notes += ["Read a bare 'N 人' (alone in its part or before a role count, '6 人 1 卧底') as N players."] \
+        if bare + standard + spoken else []
+    return text, notes
 
 
 def model_paths(src: SpecText) -> list[Found]:
@@ -94,8 +187,6 @@ DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](
         r"(?:gives|=|:|：|is|are|scores?|gets|pays|counts\s+as|is\s+worth|->|→|为|得|给|算)?\s*"
         r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|(?!分)\w|%)"
         r"|(?<![\w.])([-+]?\d+(?:\.\d+)?)\s+for\s+(?:a\s+)?(?:draw|tie)\b")
-
-
 DEDUCT = r"(?:扣|减|罚|\bcosts?|\bminus|\bpenal(?:ty|i[sz]ed)(?:\s+of)?|\bdeducts?|\btakes?\s+away)\s*$"
 
 
@@ -174,9 +265,8 @@ def extract(text: str) -> Facts:
     statics = {m.name.lower() for _, m in models}
     facts.judges = [m for _, m in models  # a judge in every mention ("a judge (gpt-4o)... opponent: gpt-4o")
                     if all(judge_context(text, *x.span()) for x in mentions(text, m.name))]
-    judges = [m.name for m in facts.judges]
-    facts.static_models = [(pos, m) for pos, m in models if m.name not in judges]
-    for name in judges:
+    facts.static_models = [(pos, m) for pos, m in models if m not in facts.judges]
+    for name in [m.name for m in facts.judges]:
         facts.notes.append(f"{name} is named as a judge, not a player: it is not seated as an opponent. A family that "
                            "grades with an LLM reads its judge from env vars (multi_model_translation: JUDGE_MODEL, "
                            "JUDGE_BASE_URL, JUDGE_API_KEY); in a game the rules decide the winner (edit them after "

@@ -56,8 +56,7 @@ def system_prompt() -> str:
         for example in manifest.examples[:1]:
             try:
                 text = (manifest.path / example).read_text(encoding="utf-8")
-                planner = OfflinePlanner()
-                spec = planner.plan(text)
+                spec = (planner := OfflinePlanner()).plan(text)
             except (VibeRLError, ValueError, OSError):  # an example the offline rules cannot read is not shown
                 continue
             rows = review(spec, text, "offline", planner.read)
@@ -123,9 +122,7 @@ class LLMPlanner(ABC):
     implement `_ask(messages)` (-> raw JSON, reply messages); `_retry(reply, error)` gives the messages that
     carry the error back."""
 
-    name = "llm"
-    sdk = ("", "")
-    key_env = key_help = default_model = ""
+    name, sdk, key_env, key_help, default_model = "llm", ("", ""), "", "", ""
 
     def __init__(self, model: str | None = None, max_attempts: int = 3, **client_kwargs: Any):
         self.model = model or os.environ.get("VIBE_RL_PLANNER_MODEL", self.default_model)
@@ -203,10 +200,8 @@ class AnthropicPlanner(LLMPlanner):
         )
         blocks = [block.model_dump(exclude_none=True) for block in reply.content]
         use = next((block for block in reply.content if block.type == "tool_use"), None)
-        if use is not None:
-            return json.dumps(use.input), [{"role": "assistant", "content": blocks}]
-        text = "".join(getattr(block, "text", "") for block in reply.content)
-        return text, [{"role": "assistant", "content": blocks or text}]
+        raw = "".join(getattr(b, "text", "") for b in reply.content) if use is None else json.dumps(use.input)
+        return raw, [{"role": "assistant", "content": blocks or raw}]  # a tool use comes with its blocks
 
     def _retry(self, reply: list[dict[str, Any]], error: str) -> list[dict[str, Any]]:
         blocks = reply[0]["content"]

@@ -24,8 +24,7 @@ from vibe_rl.errors import PlannerError, TemplateError
 from vibe_rl.planner.background import blank_background, check_supported
 from vibe_rl.planner.common import check_gpu_budget
 from vibe_rl.planner.corrections import apply_corrections
-from vibe_rl.planner.counts import rewrite_counts
-from vibe_rl.planner.facts import extract
+from vibe_rl.planner.facts import extract, rewrite_counts
 from vibe_rl.planner.numbers import rewrite_grouped, rewrite_nodes, rewrite_scientific
 from vibe_rl.planner.terse import expand_terse, fix_typos
 from vibe_rl.planner.text import strings_of
@@ -170,7 +169,7 @@ def comparisons(text: str, keywords: list[str]) -> Iterator[tuple[str | None, st
     for m in re.finditer(_LIKE, text, re.IGNORECASE):
         window = _words(re.split(r"[,，.。;；:：\n]", text[m.end():m.end() + 40])[0])
         hits = [(window.find(k), -len(k), k) for k in lower_keys if k in window]
-        keyword = min(hits)[2] if hits else None
+        keyword = min(hits, default=(0, 0, None))[2]
         before = re.split(_SENTENCE, text[max(0, m.start() - 40):m.start()])[-1]
         name = _name_called(text, m.end()) or _name_before(text, m.start())
         gamey = (re.search(_GAME, before + text[m.end():m.end() + 40], re.IGNORECASE) or re.match(r"[^\x00-\x7f]", m.group())
@@ -201,10 +200,8 @@ def differs_note(text: str, chosen: Manifest) -> list[str]:
 
 
 # Games no family covers that play like one: (pattern, game, family, how the roles map)
-RELATIVES = [
-    (r"\bmafia\b|黑手党", "Mafia", "werewolves",
-     "the mafia are the werewolves, the detective the seer, the doctor the witch"),
-]
+RELATIVES = [(r"\bmafia\b|黑手党", "Mafia", "werewolves",
+              "the mafia are the werewolves, the detective the seer, the doctor the witch")]
 
 
 def unknown_game_hint(text: str, families: list[Manifest]) -> str:

@@ -46,14 +46,13 @@ _TRAIN = r"train\w*|训练|可训练|learn\w*|共享|shared|server\s*\d|服务�
 def _rows_of(spec: TaskSpec) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = [("family", spec.family), ("gpus", spec.gpus)]
     rows += [(f"game.{k}", v) for k, v in spec.game.items() if k not in SKIPPED_GAME]
-    for i, s in enumerate(spec.servers):
-        rows += [(f"servers.{i}.model_path", s.model_path), (f"servers.{i}.port", s.port), (f"servers.{i}.gpus", s.gpus)]
+    rows += [(f"servers.{i}.{k}", getattr(s, k)) for i, s in enumerate(spec.servers)
+             for k in ("model_path", "port", "gpus")]
     rows += [(f"static_models.{i}.name", m.name) for i, m in enumerate(spec.static_models)]
     rows += [(f"training.{k}", v) for k, v in spec.training.model_dump().items()]
     rows += [("reward.win", spec.reward.win), ("reward.loss", spec.reward.loss), ("modes", [m.name for m in spec.modes])]
-    for mode in spec.modes:
-        rows += [(f"wire.{mode.name}.{role}", spec.model_for_role(role, mode.name).name) for role in spec.roles]
-    return rows
+    return rows + [(f"wire.{m.name}.{r}", spec.model_for_role(r, m.name).name)
+                   for m in spec.modes for r in spec.roles]
 
 
 def show(value: Any) -> str:
@@ -82,8 +81,7 @@ def _states(piece: str, value: Any) -> bool:
 def _part(src: SpecText, start: int, end: int) -> str:
     """The comma part of its clause that holds [start, end) (widened to hold it all)."""
     a, b = _piece_of(src, start) or (start, end)
-    a, b = min(a, start), max(b, end)
-    return src.text[a:b].strip(" \t\n-*:：,，").rstrip(".。 \n")
+    return src.text[min(a, start):max(b, end)].strip(" \t\n-*:：,，").rstrip(".。 \n")
 
 
 def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> str | None:
@@ -98,12 +96,12 @@ def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> 
                 rf"{re.escape(value)}[^;；。\n]*?(?:{role})")  # the role next to its model, not the game's name
         plain = _GAME_NAME.sub(lambda m: " " * len(m.group()), src.text)
         for start, end in src.clauses():
-            for a, b in [*_pieces(plain, start, end), (start, end)]:  # a comma part, else the whole clause
+            for a, b in [*_pieces(plain, (start, end)), (start, end)]:  # a comma part, else the whole clause
                 if re.search(said, plain[a:b], re.IGNORECASE):
                     return _part(src, a, b) if (a, b) != (start, end) else src.text[a:b].strip()
         return None
     if isinstance(value, dict):  # a role table: every seated role's count next to its word
-        said = [next((src.text[a:b].strip() for a, b in _all_pieces(src)
+        said = [next((src.text[a:b].strip() for a, b in _pieces(src.text, *src.clauses())
                       if count and re.search(roles.get(role, re.escape(role)), src.text[a:b], re.IGNORECASE)
                       and _states(src.text[a:b], count)), None) for role, count in value.items()]
         return " | ".join(dict.fromkeys(hit for hit in said if hit)) or None
@@ -115,11 +113,8 @@ def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> 
         if piece is not None and _states(src.text[a:b] if isinstance(value, str) else piece, value) and \
                 (words is None or re.search(words, piece, re.IGNORECASE)):
             return _part(src, a, b)
-    if isinstance(value, str) and len(value) >= 3:  # a path or a model name stated verbatim
-        at = src.text.lower().find(value.lower())
-        if at >= 0:
-            return _part(src, at, at + len(value))
-    return None
+    at = src.text.lower().find(value.lower()) if isinstance(value, str) and len(value) >= 3 else -1
+    return _part(src, at, at + len(value)) if at >= 0 else None  # a path or a model name stated verbatim
 
 
 def _manifest(family: str) -> Manifest | None:
@@ -139,23 +134,20 @@ def _family_span(text: str, family: str) -> str | None:
 
 def _piece_of(src: SpecText, start: int) -> tuple[int, int] | None:
     """The comma part of its clause that holds `start` (None on a comma)."""
-    return next(((a, b) for a, b in _pieces(src.text, *src.clause_of(start)) if a <= start < b), None)
+    return next(((a, b) for a, b in _pieces(src.text, src.clause_of(start)) if a <= start < b), None)
 
 
-def _all_pieces(src: SpecText) -> list[tuple[int, int]]:
-    """The comma parts of every clause."""
-    return [piece for clause in src.clauses() for piece in _pieces(src.text, *clause)]
-
-
-def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The comma parts of a clause."""
-    cuts = [(start + m.start(), start + m.end()) for m in re.finditer(r"[,，、;；]", text[start:end])]
-    return list(zip([start, *(b for _, b in cuts)], [*(a for a, _ in cuts), end], strict=True))
+def _pieces(text: str, *clauses: tuple[int, int]) -> list[tuple[int, int]]:
+    """The comma parts of the clauses (start, end), in order."""
+    out: list[tuple[int, int]] = []
+    for start, end in clauses:
+        cuts = [start, *(start + i for m in re.finditer(r"[,，、;；]", text[start:end]) for i in m.span()), end]
+        out += zip(cuts[::2], cuts[1::2], strict=True)
+    return out
 
 
 def _rule(notes: list[str], field: str) -> str:
-    leaf = field.rsplit(".", 1)[-1]
-    head = field.split(".", 1)[0]
+    head, leaf = field.split(".", 1)[0], field.rsplit(".", 1)[-1]
     if head == "wire":
         return "the role's team plays its default model (the family's wiring)"
     for pattern in (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf)):
@@ -172,7 +164,7 @@ def review(spec: TaskSpec, text: str, planner: str, read: SpecText | None = None
     rows = []
     source = read if read is not None else SpecText(text)
     if read is None:  # an LLM's answer, or an edited plan: a value counts as stated only where the text says it
-        source.spans = _all_pieces(source)
+        source.spans = _pieces(source.text, *source.clauses())
     roles = manifest.role_words if (manifest := _manifest(spec.family)) else {}
     for field, value in _rows_of(spec):
         span = _family_span(source.text, value) if field == "family" else \
@@ -234,7 +226,7 @@ def trained_but_static(spec: TaskSpec, text: str) -> list[tuple[str, str, str]]:
     model ('not trained', 'static', 'played by') says nothing."""
     out = []
     src = SpecText(_GAME_NAME.sub(lambda m: " " * len(m.group()), text))
-    pieces = _all_pieces(src)  # the first part that says so, in the spec's order
+    pieces = _pieces(src.text, *src.clauses())  # the first part that says so, in the spec's order
     roles = manifest.role_words if (manifest := _manifest(spec.family)) else {}
     for role in spec.roles:
         if any(spec.model_for_role(role, mode.name).kind == "server" for mode in spec.modes):

@@ -33,7 +33,6 @@ MODES = {"agent_roll_adv": r"agent_roll_adv|adversarial|对抗", "agent_roll": r
 @dataclass
 class ServerFacts:
     """What one clause or segment says about server N (each value not yet placed)."""
-
     path: Found | None = None
     port: Found | None = None
     gpus: Found | None = None
@@ -134,9 +133,7 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
                 loose_ports.append(port)
             elif servers[index].port is None:
                 servers[index].port = port
-        for a, b, index in segments:
-            if index is None:
-                continue
+        for a, b, index in (seg for seg in segments if seg[2] is not None):
             servers[index].path = servers[index].path or next((p for p in paths if a <= p.start < b), None)
             gpus = re.search(GPU, src.text[a:b], re.IGNORECASE)
             if gpus and not re.search(TOTAL, src.text[a:b], re.IGNORECASE):
@@ -151,7 +148,6 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
 @dataclass
 class GpuFacts:
     """GPU counts by scope, each a Found (value and position) or None."""
-
     total: Found | None = None
     per_server: Found | None = None
     mode_per_server: dict[str, Found] = field(default_factory=dict)  # "agent_roll_adv: 4 GPUs each"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.text import MODEL_NAME, SpecText
+from vibe_rl.planner.text import MODEL_NAME, SpecText, part_around
 from vibe_rl.schema.job import StaticModel
 
 # Static models people name in specs: pattern -> (base_url, api_key_env).
@@ -73,27 +73,29 @@ def static_models(src: SpecText) -> list[tuple[int, StaticModel]]:
 def key_next_to(src: SpecText, end: int) -> str | None:
     """The API key env var named right after a model name in its comma part or its aside ("llama-3-70b
     (TOGETHER_API_KEY)", "mixtral via $GROQ_API_KEY", "qwen2-72b，密钥 SILICONFLOW_API_KEY")."""
-    c_end = src.clause_of(end)[1] if end < len(src.text) else end
-    right = next((end + m.start() for m in re.finditer(r"[,，;；]", src.text[end:c_end])), c_end)
-    key = re.search(r"\$?\{?\b([A-Z][A-Z0-9_]*_API_KEY)\b", src.text[end:right])
+    key = re.search(r"\$?\{?\b([A-Z][A-Z0-9_]*_API_KEY)\b", src.text[end:_part_end(src, end, ",，;；")])
     return key.group(1) if key else None
 
 
 def _static_context(src: SpecText, start: int, end: int) -> bool:
     """Whether the words around a model name say it plays a side rather than trains (the module's rules)."""
-    c_start, c_end = src.clause_of(start)
-    left = max([c_start] + [c_start + m.end() for m in re.finditer(r"[,，;；、(（)）]", src.text[c_start:start])])
-    right = next((end + m.start() for m in re.finditer(r"[,，;；、(（)）]", src.text[end:c_end])), c_end)
+    left = max(src.clause_of(start)[0], part_around(src.text, start, end, ",，;；、(（)）")[0])
+    right = _part_end(src, end, ",，;；、(（)）")
     before = list(re.finditer(_CONTEXT, src.text[left:start], re.I))
     word = before[-1] if before else re.search(_CONTEXT, src.text[end:right], re.IGNORECASE)
     if word:
         return bool(word.group("static"))
     # assigned to a role ("undercover = claude-3-5-sonnet"), unless a path or a training word follows
-    tail = src.text[end:next((end + m.start() for m in re.finditer(r"[,，;；]", src.text[end:c_end])), c_end)]
     if re.search(_ASSIGNED, src.text[left:start], re.IGNORECASE):
-        return not re.search(_TRAINS_AFTER, tail, re.IGNORECASE)
+        return not re.search(_TRAINS_AFTER, src.text[end:_part_end(src, end, ",，;；")], re.IGNORECASE)
     # no side or training word: "glm-4-plus via ZHIPU_API_KEY" is called through an API, so it plays a side
     return bool(re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]) or key_next_to(src, end))
+
+
+def _part_end(src: SpecText, end: int, separators: str) -> int:
+    """Where the part from `end` ends: the first of the `separators` at or after it, else its clause's end."""
+    clause_end = src.clause_of(end)[1] if end < len(src.text) else end
+    return min(part_around(src.text, end, end, separators)[1], clause_end)
 
 
 def mentions(text: str, name: str) -> list[re.Match]:
