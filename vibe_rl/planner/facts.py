@@ -163,10 +163,15 @@ def rewrite_counts(text: str) -> tuple[str, list[str]]:
     return text, notes
 
 
+_PATH_CHAR = r"(?:[^\W\u3040-\u9fff]|[.-])"  # a path's character: not a Chinese or Japanese one
+
+
 def model_paths(src: SpecText) -> list[Found]:
     out: list[Found] = []
     # a single folder under the root counts when a place word leads to it ("Llama-3.1-8B-Instruct at /llama8b")
-    for m in src.finditer(r"`(/[^`\s]+)`|(?<![\w.:/])((?:\.{1,2})?/(?:[\w.-]+/)+[\w.-]+)|`([\w-]+/[\w.-]+)`"
+    # a path ends where Chinese text goes on without a space ("路径是/m/q7b四张卡")
+    for m in src.finditer(rf"`(/[^`\s]+)`|(?<![A-Za-z0-9_.:/])((?:\.{{1,2}})?/(?:{_PATH_CHAR}+/)+{_PATH_CHAR}+)"
+                          r"|`([\w-]+/[\w.-]+)`"
                           r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"
                           r"|(?:(?<=\bat\s)|(?<=\bin\s)|(?<=\bfrom\s)|(?<=\bunder\s))(/[A-Za-z][\w.-]*\d[\w.-]*)(?![\w/])"):
         path, start = m.group(m.lastindex).rstrip("."), m.start(m.lastindex)  # the one alternative's group

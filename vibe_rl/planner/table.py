@@ -69,9 +69,9 @@ def patterns(row: Row) -> list[str]:
     unit = "|".join(row.unit)
     tail = rf"(?:[ \t]*(?:{unit})(?![A-Za-z]))?" if unit else ""
     out = [rf"(?:{row.words()}){LINK}{NUMBER}{tail}"] if row.en or row.zh else []
-    if row.after:  # an English word whole; not "每 3 轮", "第 3 轮"
+    if row.after:  # an English word whole, also hyphenated ("an 8-round cap"); not "每 3 轮", "第 3 轮"
         after = "|".join(rf"{w}(?![A-Za-z0-9])" if re.match(r"[A-Za-z]", w) else w for w in row.after)
-        out.append(rf"(?<![每第同])(?<![每第同]\s){NUMBER}[ \t]*(?:{after})")
+        out.append(rf"(?<![每第同])(?<![每第同]\s){NUMBER}(?:[ \t]*|-)(?:{after})")
     return out
 
 

@@ -171,11 +171,20 @@ _SERVERS_TIMES = re.compile(r"\b(\d+|two|both)[ \t]*(servers?|服务器)[ \t]*[x
 _DIFF = re.compile(r"^[ \t]*-[ \t]+([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]+(?=\1[ \t]*\2)", re.MULTILINE)
 # "Batch — 16", "Detector — /m/q14b — 4 GPUs": a dash before a value is a key's colon, the next ones commas
 _DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
+# an issue template's "### Players" heading over a one-line value: "Players: 5"
+_HEADING = re.compile(r"^[ \t]*#{2,6}[ \t]+([^#\n]{1,40}?)[ \t]*#*[ \t]*\n(?:[ \t]*\n)*"
+                      r"(?=[ \t]*[^#\s][^\n]{0,80}(?:\n[ \t]*\n|\n[ \t]*#|\s*\Z))", re.MULTILINE)
+# "Players (7), spies (2)": a number alone in brackets after a word is its value
+_BRACKETED = re.compile(r"(?<![\w-])([A-Za-z][A-Za-z_-]*(?:[ \t]+[A-Za-z][A-Za-z_-]*){0,2})[ \t]*[(（]"
+                        r"[ \t]*(\d+(?:\.\d+)?)[ \t]*[)）]")
+# "1) 6 players 2) 1 spy": an inline numbered list (its "1)" and "2)" both there) cut into parts
+_NUMBERED = re.compile(r"(?:(?<=\s)|^)[(（]?(\d{1,2})[)）][ \t]+", re.MULTILINE)
 
 
 def key_lines(text: str) -> tuple[str, list[str]]:
     """Question-and-answer lines, asides before a key's colon, upper-case settings, a diff's old and new lines
-    (the new one stays) and dashes before values as "key: value" parts; (text, notes)."""
+    (the new one stays), headings over a value, bracketed numbers, inline numbered lists and dashes before values
+    as "key: value" parts; (text, notes)."""
     notes = []
 
     def answer(m: re.Match) -> str:
@@ -191,10 +200,15 @@ def key_lines(text: str) -> tuple[str, list[str]]:
                                    (_CAPS_KEY, lambda m: f"{m.group(1)}{m.group(2).lower()}=",
                                     "upper-case setting(s) ('NUM_PLAYERS=8') as settings"),
                                    (_DIFF, "", "diff pair(s) ('- key: old' then '+ key: new') as the new value"),
-                                   (_SERVERS_TIMES, r"\1 \2 with \3 \4 each", "'N servers x M GPUs' as M GPUs each")):
+                                   (_SERVERS_TIMES, r"\1 \2 with \3 \4 each", "'N servers x M GPUs' as M GPUs each"),
+                                   (_HEADING, r"\1: ", "heading(s) over a value ('### Players' then '5') as 'key: value'"),
+                                   (_BRACKETED, r"\1: \2", "number(s) in brackets after a word ('players (7)') as its value")):
         text, count = pattern.subn(replace, text)
         if count and what:
             notes.append(f"Read {count} {what}.")
+    if {"1", "2"} <= {m.group(1) for m in _NUMBERED.finditer(text)}:
+        text = _NUMBERED.sub("; ", text)
+        notes.append("Read a numbered list ('1) ... 2) ...') as parts.")
     lines, dashed = text.split("\n"), 0
     for i, line in enumerate(lines):
         parts = _DASH.split(line)
