@@ -34,7 +34,7 @@ from vibe_rl.errors import PlannerError
 from vibe_rl.planner.servers import MODES, GpuFacts, ServerFacts, gpu_facts, server_facts
 from vibe_rl.planner.statics import judge_context, mentions, static_models
 from vibe_rl.planner.table import TRAINING, read, unplaced_notes
-from vibe_rl.planner.text import MODEL_NAME, NUM, Found, SpecText, to_int
+from vibe_rl.planner.text import MODEL_NAME, NUM, PATH_CHAR, Found, SpecText, to_int
 from vibe_rl.schema.job import StaticModel
 
 # English words whole: "close" holds no "lose", "twins" no "wins"
@@ -163,14 +163,10 @@ def rewrite_counts(text: str) -> tuple[str, list[str]]:
     return text, notes
 
 
-_PATH_CHAR = r"(?:[^\W\u3040-\u9fff]|[.-])"  # a path's character: not a Chinese or Japanese one
-
-
 def model_paths(src: SpecText) -> list[Found]:
     out: list[Found] = []
     # a single folder under the root counts when a place word leads to it ("Llama-3.1-8B-Instruct at /llama8b")
-    # a path ends where Chinese text goes on without a space ("路径是/m/q7b四张卡")
-    for m in src.finditer(rf"`(/[^`\s]+)`|(?<![A-Za-z0-9_.:/])((?:\.{{1,2}})?/(?:{_PATH_CHAR}+/)+{_PATH_CHAR}+)"
+    for m in src.finditer(rf"`(/[^`\s]+)`|(?<![A-Za-z0-9_.:/])((?:\.{{1,2}})?/(?:{PATH_CHAR}+/)+{PATH_CHAR}+)"
                           r"|`([\w-]+/[\w.-]+)`"
                           r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"
                           r"|(?:(?<=\bat\s)|(?<=\bin\s)|(?<=\bfrom\s)|(?<=\bunder\s))(/[A-Za-z][\w.-]*\d[\w.-]*)(?![\w/])"):

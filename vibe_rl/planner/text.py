@@ -27,7 +27,9 @@ CN_NUMBER = r"(?!万)[零一二两三四五六七八九十百千万]{1,7}"
 _DIGITS = r"(?<![.\d])(?<![\d.][eE]-)\d+"  # never the tail of "1e-6" or "2.5"
 NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
 
-_PATH = r"(?:https?://[^\s`'\"，。；）)]+|(?<![\w.])\.{0,2}/(?:[\w.-]+/)*[\w.-]+|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)"
+PATH_CHAR = r"(?:[^\W\u3040-\u9fff]|[.-])"  # a path's character: a path ends where Chinese text goes on ("/m/q7b四张卡")
+_PATH = (rf"(?:https?://[^\s`'\"，。；）)]+|(?<![A-Za-z0-9_.])\.{{0,2}}/(?:{PATH_CHAR}+/)*{PATH_CHAR}+"
+         r"|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)")
 _ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
 MODEL_NAME = (r"(?<![\w/.-])(?!(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]+\b))(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
               r"o[134]|gemini|kimi|moonshot|doubao|ernie|hunyuan|phi-\d)[\w.-]*(?![\w/])")
