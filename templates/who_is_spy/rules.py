@@ -39,7 +39,7 @@ SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|s
          rf"(?:of which|of whom|among them|其中)\s*{NUM}\s*(?:名|个|位|人)?\s*(?:are\s+|is\s+|是)?(?:the\s+)?"
          rf"(?:spies|spy|undercover|卧底)",
          rf"(?:(?<!谁是)卧底|spies)\s*(?:数|人数|数量)?\s*(?:有|为|[:：=])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
-CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:平民|civilians?\b)"]
+CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:{CIVILIAN_WORDS})\b"]
 OTHER = {"spies": "civilians", "civilians": "spies"}
 
 

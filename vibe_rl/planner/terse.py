@@ -35,13 +35,13 @@ _KEY_NAMES = {"mt": "max tokens", "ctx": "max model len", "temp": "temperature",
 _UNITS = {"p": "players", "player": "players", "players": "players", "spy": "spy", "spies": "spies", "gpu": "GPUs",
           "gpus": "GPUs", "rounds": "rounds", "step": "steps", "steps": "steps",
           "k": "000", "人": "players", "卧底": "spies", "卡": "张卡", "步": "步", "轮": "轮"}
-_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$", re.MULTILINE)
-_SEPARATOR = re.compile(r"^[\s|:-]+$")
+_ROW = re.compile(r"^[ \t]*(?:\|(.*)\||\+[-+=: \t]*\+)[ \t]*$", re.MULTILINE)  # "+---+": an ASCII border
+_SEPARATOR = re.compile(r"^[\s|:+=-]+$")
 _COUNT_HEADER = re.compile(r"count|number|num|#|seats?|players?|数量|人数|个数|座位数?", re.IGNORECASE)
 
 
 def tables(text: str) -> tuple[str, int]:
-    """Markdown table rows as "key: value" lines; (text, rows rewritten). In a role table the column headed
+    """Markdown (and ASCII-bordered) table rows as "key: value" lines; (text, rows rewritten). In a role table the column headed
     'count' / '数量' (a number in it) counts the row's seats: one row is one record, "2 werewolf: /m/q7b", and the
     rows are a "roles:" block (the whole table: a role it leaves out has no seat)."""
     lines, out, header, count = text.split("\n"), [], None, 0
@@ -52,7 +52,8 @@ def tables(text: str) -> tuple[str, int]:
             continue
         separator = _SEPARATOR.match(line)
         cells = [c.strip().strip("`*") for c in line.strip().strip("|").split("|")]
-        if separator or "|" in after and _SEPARATOR.match(after):  # a header row: its names label the columns
+        # a header row (the first row over a separator): its names label the columns
+        if separator or header is None and _ROW.match(after) and _SEPARATOR.match(after):
             header = header if separator else cells
             out.append("")
             continue
