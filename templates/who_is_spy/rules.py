@@ -138,12 +138,18 @@ def path_sides(facts: Facts, notes: list[str]) -> str | None:
 def opponent(facts: Facts, notes: list[str], trains: str | None = None) -> tuple[str, StaticModel]:
     """(the side that plays a static model in agent_roll, that model). A side the spec says trains decides,
     else `trains` (the side whose model server1 holds, when each team has its own path); else a static model
-    belongs to the team named just before it. Of several, the spies' last one is used, else the first."""
+    belongs to the team named just before it (noted). Of several, the spies' last one is used, else the first."""
     trained = trained_side(facts.text) or trains
     sides = [(OTHER[trained] if trained else _side_of(facts.text[max(0, p - 60):p]) or "spies", model)
              for p, model in facts.static_models]
     if sides:
         side, model = next((s for s in reversed(sides) if s[0] == "spies"), sides[0])
+        clauses = [facts.text[a:b] for a, b in facts.src.clauses()]
+        said = any(re.search(SIDES[OTHER[side]], c, re.I) and re.search(rf"{WORDS['train']}|learn|/\w", c, re.I)
+                   for c in clauses)
+        if not trained and not said:  # the side is read from where the model is named alone: say so
+            notes.append(f"No team is said to train: the {OTHER[side]} train, as {model.name} is named for the "
+                         f"{side}. If that is wrong, say which team trains ('train the {side}').")
         return side, static_endpoint(facts, model)
     said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{WORDS['train']})", facts.text, re.IGNORECASE)
     if said and re.search(CIVILIAN_WORDS, facts.text[max(0, said.start() - 12):said.start()], re.IGNORECASE):
