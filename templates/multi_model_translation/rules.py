@@ -106,8 +106,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     count = max(server_of.values()) + 1
     total, g = facts.use(facts.gpus.total), facts.gpus
     per_server = common.first_given(facts.use(g.per_server), facts.use(g.mode_per_server.get("agent_roll")))
-    servers, teams, trains, graders, loose_ports = [], [], [], {}, list(facts.ports)
-    own = dict(facts.servers)
+    servers, teams, trains, graders, loose_ports, own = [], [], [], {}, list(facts.ports), dict(facts.servers)
     if path_of and own and all(s.implicit for s in own.values()):  # servers numbered by path order: follow the roles
         by_path = {s.path.value: s for s in own.values() if s.path}
         own = {i: by_path[p.value] for i, p in path_of.items() if p.value in by_path} or own

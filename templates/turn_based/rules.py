@@ -68,8 +68,7 @@ def learner_seat(facts: Facts) -> Found | None:
     if m:
         said = next(g for g in m.groups() if g)
         return Found(int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1, *m.span())
-    player = facts.src.search(PLAYER_NUMBER, mark=False)
-    if player is None:
+    if (player := facts.src.search(PLAYER_NUMBER, mark=False)) is None:
         return None
     zero, end = re.search(WORDS["zero_based"], facts.text, re.IGNORECASE), player.end()
     based = re.search(WORDS["numbering"], facts.text[end:end + 30], re.IGNORECASE)

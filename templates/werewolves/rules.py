@@ -2,8 +2,7 @@
 
 The role table is the `roles` parameter (standard: 3 werewolves, seer, witch, hunter, 3 villagers), set by the
 spec's role counts and player count (`role_table`); `split_roles` reads which roles train and which play a
-static model; an unplayable table is a PlannerError. The vocabulary (role, side and action words) is
-words.yaml (`WORDS`)."""
+static model; an unplayable table is a PlannerError. The vocabulary is words.yaml (`WORDS`)."""
 
 from __future__ import annotations
 
@@ -119,8 +118,7 @@ def gods_seats(facts: Facts, text: str, given: dict[str, int], notes: list[str])
     if gods is None:
         return
     named = [g for g in GODS if given.get(g)]
-    seats = sum(given[g] for g in named)
-    free = [g for g in GODS if g not in given]
+    seats, free = sum(given[g] for g in named), [g for g in GODS if g not in given]
     if seats > gods or seats + len(free) < gods:
         raise PlannerError(f"The spec asks for {gods} gods but " + (
             f"names {seats} god seats ({_seats({g: given[g] for g in named})})" if seats > gods else
@@ -148,11 +146,9 @@ def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, 
     standard: dict[str, int] = dict(manifest.parameters["roles"].default)
     text = without_game_name(facts.text)
     found = _counts_in(text)
-    given: dict[str, int] = {}
-    for role, counts in found.items():
-        quoted = "; ".join(repr(m.group().strip()) for _, m in counts)
-        if (n := _once(facts, counts, f"{role} seats ({quoted})")) is not None:
-            given[role] = n
+    quoted = {role: "; ".join(repr(m.group().strip()) for _, m in counts) for role, counts in found.items()}
+    given = {role: n for role, counts in found.items()
+             if (n := _once(facts, counts, f"{role} seats ({quoted[role]})")) is not None}
     lines = {(text.rfind("\n", 0, m.start()) + 1, (text.find("\n", m.end()) + 1 or len(text) + 1) - 1)
              for counts in found.values() for n, m in counts if n}  # the lines that count roles
     given |= {g: 1 for g in GODS if not found[g]
@@ -256,8 +252,7 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
     side. With no side stated the werewolves and the seer train (noted), less a role the table seats none of;
     a trainable role without a seat is a PlannerError."""
     sides: dict[str, set[str]] = {"trainable": set(), "static": set(), "copy": set()}
-    rest, rest_model = None, None
-    names = [m.name.lower() for _, m in facts.static_models]
+    rest, rest_model, names = None, None, [m.name.lower() for _, m in facts.static_models]
     model_of: dict[str, str] = {}
     for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", without_game_name(facts.text)):  # lines, sentences
         pending: list[str] = []
