@@ -1,24 +1,16 @@
 """Offline planner rules of the multi_model_translation family (loaded by file path; `build(facts, manifest)`).
 
-Agents go to servers line by line: a line naming "Agent N" and "server M" (or a model path, a port) puts
-agent N on server M. Per-server model paths, ports and GPU counts come from the shared server facts
-(vibe_rl.planner.servers). Defaults follow the seed: agents 1 and 3 on server 1 (port 10086), agent 2 on
-server 2 (port 10087), each default noted. The words the rules read by (agents, role words, reward
-terms, other languages and text domains) are words.yaml in this folder."""
+Agents go to servers line by line: a line naming "Agent N" and "server M" (or a model path, a port) puts agent
+N on server M. Per-server model paths, ports and GPU counts come from the shared server facts
+(vibe_rl.planner.servers). Defaults follow the seed, each noted: agents 1 and 3 on server 1, agent 2 on
+server 2, server N on port 10085 + N (10086, 10087, ...). The vocabulary (agents, role words, reward terms,
+other languages and text domains) is words.yaml (`WORDS`)."""
 
 from __future__ import annotations
 
 import re
 
-from vibe_rl.planner.common import (
-    constraints,
-    first_given,
-    game_parameter,
-    no_model_path,
-    planned_modes,
-    short_name,
-    training,
-)
+from vibe_rl.planner import common
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import server_segments
 from vibe_rl.planner.statics import mentions
@@ -26,10 +18,8 @@ from vibe_rl.planner.text import Found
 from vibe_rl.scaffold.families import Manifest, family_words
 from vibe_rl.schema.spec import Mode, RewardScheme, Server, TaskSpec, Team
 
-WORDS = family_words(__file__)  # words.yaml: this family's vocabulary
+WORDS = family_words(__file__)
 AGENT_ROLES = {1: "rough_translator", 2: "detector", 3: "final_translator"}
-DEFAULT_SERVER_OF = {1: 0, 2: 1, 3: 0}  # agent -> server index
-FIRST_PORT = 10086  # server N listens on FIRST_PORT + N - 1 unless the spec says otherwise
 
 
 def agent_servers(facts: Facts) -> dict[int, int]:
@@ -67,9 +57,8 @@ def judge(facts: Facts, game: dict, notes: list[str]) -> None:
     prefixes = {m.group(1) for m in envs if m.group(1) not in ("OPENAI", "ANTHROPIC", "DASHSCOPE", "DEEPSEEK")}
     if len(prefixes) == 1:
         game["judge_env_prefix"] = prefixes.pop()
-        for m in envs:
-            if m.group(1) == game["judge_env_prefix"]:
-                facts.src.mark(*m.span())
+        for m in [m for m in envs if m.group(1) == game["judge_env_prefix"]]:
+            facts.src.mark(*m.span())
     elif not facts.judges:
         notes.append("No single LLM judge env prefix given: graders read JUDGE_MODEL, _BASE_URL, _API_KEY "
                      "and fall back to rule-based grading.")
@@ -98,9 +87,9 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      "are for academic paper paragraphs: the project renders for academic paragraphs. To change the "
                      "domain, edit mock_dataset.py (mock_paragraphs.json), the prompts in workflow.py and the "
                      "graders after rendering.")
-    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
+    common.game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
     lines = agent_servers(facts)
-    server_of = {**DEFAULT_SERVER_OF, **lines}
+    server_of = {1: 0, 2: 1, 3: 0, **lines}  # agent -> server index
     path_of: dict[int, Found] = {}  # server index -> a path said of its agents by role
     by_role = {} if lines else role_paths(facts)
     if facts.src.search(WORDS["own_server"]) and not lines:
@@ -115,11 +104,9 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     elif not lines:
         notes.append("No agent -> server lines found: agents 1 and 3 on server1, agent 2 on server2.")
     count = max(server_of.values()) + 1
-    total = facts.use(facts.gpus.total)
-    per_server = first_given(facts.use(facts.gpus.per_server), facts.use(facts.gpus.mode_per_server.get("agent_roll")))
-    loose_ports = list(facts.ports)
-    servers, teams, trains, graders = [], [], [], {}
-    own = dict(facts.servers)
+    total, g = facts.use(facts.gpus.total), facts.gpus
+    per_server = common.first_given(facts.use(g.per_server), facts.use(g.mode_per_server.get("agent_roll")))
+    servers, teams, trains, graders, loose_ports, own = [], [], [], {}, list(facts.ports), dict(facts.servers)
     if path_of and own and all(s.implicit for s in own.values()):  # servers numbered by path order: follow the roles
         by_path = {s.path.value: s for s in own.values() if s.path}
         own = {i: by_path[p.value] for i, p in path_of.items() if p.value in by_path} or own
@@ -128,15 +115,15 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         path = facts.use(s.path if s else None) or facts.use(path_of.get(i)) or (
             facts.use(facts.model_paths[0]) if i == 0 and facts.model_paths and not path_of else None)
         if path is None and i == 0:
-            path = no_model_path(facts, notes, name)
+            path = common.no_model_path(facts, notes, name)
         elif path is None:
             path = servers[0].model_path
             notes.append(f"No base model path for {name}: using {path!r}.")
         port = facts.use(s.port if s and s.port else (loose_ports.pop(0) if loose_ports else None))
         if port is None:
-            port = FIRST_PORT + i
+            port = 10086 + i
             notes.append(f"No port for {name}: using {port}.")
-        gpus = first_given(facts.use(s.gpus if s else None), per_server)
+        gpus = common.first_given(facts.use(s.gpus if s else None), per_server)
         if gpus is None:
             gpus = 0 if total == 0 else max((total or count) // count, 1)
             notes.append(f"No GPU count for {name}: using {gpus}" + (f" (the {total} in total split evenly)."
@@ -144,8 +131,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         servers.append(Server(name=name, port=port, model_path=path, gpus=gpus,
                               config="config.yaml" if i == 0 else f"config_server{i + 1}.yaml",
                               url_env="VIBE_RL_SWARM_URL" + (f"_{i + 1}" if i else "")))
-        roles = [AGENT_ROLES[a] for a in sorted(AGENT_ROLES) if server_of[a] == i]
-        if roles:
+        if roles := [AGENT_ROLES[a] for a in sorted(AGENT_ROLES) if server_of[a] == i]:
             team = roles[0] if len(roles) == 1 else f"agents_{name}" if "detector" in roles else "translators"
             teams.append(Team(name=team, roles=roles, model=name))
             trains.append(f"{name} ({path}) trains the {' and '.join(roles)}")
@@ -160,18 +146,17 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      f"are its graders ({', '.join(sorted(set(graders.values())))}, each 0-2 normalised to "
                      "[0, 1]): the spec's reward terms are not applied. To use them, edit the graders' grade() in "
                      "workflow.py after rendering.")
-    modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
-                                       servers=[s.name for s in servers], rewarded={t.model: t.name for t in teams},
-                                       gpus={s.name: s.gpus for s in servers})], notes)
+    modes = common.planned_modes(facts, [Mode(
+        name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=[s.name for s in servers],
+        rewarded={t.model: t.name for t in teams}, gpus={s.name: s.gpus for s in servers})], notes)
     return TaskSpec(
-        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
+        family=manifest.name, name=manifest.name, short_name=common.short_name(facts, manifest, notes),
         title="Multi-model academic translation: non-shared-parameter GRPO",
         description=("Three agents translate English academic paragraphs into Chinese (draft, proper-noun "
                      f"review, final); {'; '.join(trains)}. Each server is rewarded by its own grader."),
         gpus=total, game=manifest.resolve_parameters(game), teams=teams, servers=servers,
-        training=training(facts, notes, batch_size=32, grpo_n=4, max_tokens=512), modes=modes,
+        training=common.training(facts, notes, batch_size=32, grpo_n=4, max_tokens=512), modes=modes,
         reward=RewardScheme(win=1.0, loss=0.0, description="; ".join(
             f"{server}: {grader} (0-2, normalised to [0, 1])" for server, grader in graders.items())),
-        constraints=constraints(facts, notes, random_ids=False, tools=False),
-        notes=notes,
+        constraints=common.constraints(facts, notes, random_ids=False, tools=False), notes=notes,
     )

@@ -1,27 +1,16 @@
 """Offline planner rules of the turn_based family (loaded by file path; `build(facts, manifest) -> TaskSpec`).
 
 Only the generic numbers are planned (players, turn limit, model, GPUs, training sizes, reward); the game's
-own rules cannot be read offline: they are quoted into the project (spec.md, game_rules.py's docstring) for
-a person or an LLM to write. Every number of the rules therefore stays in `unparsed`, on purpose. The words
-the rules read by (player and seat words, two-player games, the learner's names, title patterns) are
-words.yaml in this folder."""
+own rules cannot be read offline: they are quoted into the project (spec.md, game_rules.py's docstring) for a
+person or an LLM to write, so every number of the rules stays in `unparsed`, on purpose. The vocabulary
+(player and seat words, two-player games, the learner's names, title patterns) is words.yaml (`WORDS`)."""
 
 from __future__ import annotations
 
 import re
 
 from vibe_rl.errors import PlannerError
-from vibe_rl.planner.common import (
-    constraints,
-    first_server,
-    game_parameter,
-    planned_modes,
-    reward,
-    short_name,
-    static_note,
-    static_opponent,
-    training,
-)
+from vibe_rl.planner import common
 from vibe_rl.planner.facts import DRAW, Facts, Found
 from vibe_rl.planner.text import NUM
 from vibe_rl.scaffold.families import Manifest, family_words
@@ -51,9 +40,7 @@ def title_of(text: str) -> str:
     m = re.search(title["named"], text) or re.search(title["played_zh"], text) or re.search(title["bracketed"], text) \
         or (lead if lead and not re.match(NOT_OPENING, lead.group(1)) else None) \
         or (played if played and not re.fullmatch(NOT_PLAYED, played.group(1), re.IGNORECASE) else None)
-    if not m or CJK.search(m.group(1)):
-        return "Turn-based game"
-    name = m.group(1).strip()
+    name = m.group(1).strip() if m and not CJK.search(m.group(1)) else "Turn-based game"
     return name[0].upper() + name[1:]
 
 
@@ -81,8 +68,7 @@ def learner_seat(facts: Facts) -> Found | None:
     if m:
         said = next(g for g in m.groups() if g)
         return Found(int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1, *m.span())
-    player = facts.src.search(PLAYER_NUMBER, mark=False)
-    if player is None:
+    if (player := facts.src.search(PLAYER_NUMBER, mark=False)) is None:
         return None
     zero, end = re.search(WORDS["zero_based"], facts.text, re.IGNORECASE), player.end()
     based = re.search(WORDS["numbering"], facts.text[end:end + 30], re.IGNORECASE)
@@ -99,21 +85,20 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     text = facts.text.strip()
     quote = text.replace("\\", "/").replace('"""', "'''")  # safe inside the docstring
     game = {"title": title_of(text), "spec_text": text, "spec_quote": "" if CJK.search(text) else quote}
-    game_parameter(facts, game, "num_players", players(facts, notes), notes, manifest, "player count")
-    game_parameter(facts, game, "max_turns", None, notes, manifest, "turn limit")
-    game_parameter(facts, game, "num_tasks", None, notes, manifest, "mock dataset size")
-    game_parameter(facts, game, "learner_seat", learner_seat(facts), notes, manifest, "learner seat (-1: drawn every episode)")
-    draw = facts.src.search(DRAW, mark=False)
-    game_parameter(facts, game, "draw_reward", draw and Found(float(draw.group(1) or draw.group(2)), *draw.span()), notes,
-                   manifest, "draw reward (null: a draw is a loss)")
+    draw = (m := facts.src.search(DRAW, mark=False)) and Found(float(m.group(1) or m.group(2)), *m.span())
+    for name, found, what in (("num_players", players(facts, notes), "player count"),
+                              ("max_turns", None, "turn limit"), ("num_tasks", None, "mock dataset size"),
+                              ("learner_seat", learner_seat(facts), "learner seat (-1: drawn every episode)"),
+                              ("draw_reward", draw, "draw reward (null: a draw is a loss)")):
+        common.game_parameter(facts, game, name, found, notes, manifest, what)
     seats = game.get("num_players", manifest.parameters["num_players"].default)
     if game.get("learner_seat", -1) >= seats:
         raise PlannerError(f"The spec seats the learner in seat {game['learner_seat']}, but the game has {seats} seats "
                            f"(0-based: 0..{seats - 1}). Name a seat below {seats}, or raise the player count.")
-    model_path, port, gpus, total = first_server(facts, notes)
-    opponent = static_opponent(facts, notes, "the opponent seats")
+    model_path, port, gpus, total = common.first_server(facts, notes)
+    opponent = common.static_opponent(facts, notes, "the opponent seats")
     if facts.static_models:
-        static_note(facts, opponent, notes)
+        common.static_note(facts, opponent, notes)
     elif wanted := facts.src.search(WORDS["self_play"], mark=False):
         notes.append(f"The spec asks for self-play ({wanted.group().strip()!r}), but the turn_based skeleton "
                      "trains one learner seat per episode: the other seats call 'opponent', a frozen copy of "
@@ -121,18 +106,17 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      "episode in agent_run.py (one trainable team per seat) after rendering.")
     teams = [Team(name="learners", roles=["learner"], model="server1"),
              Team(name="opponents", roles=["opponent"], model=opponent.name)]
-    modes = planned_modes(facts, [Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py",
-                                       servers=["server1"], rewarded={"server1": "learners"},
-                                       gpus={"server1": gpus})], notes)
+    mode = Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
+                rewarded={"server1": "learners"}, gpus={"server1": gpus})
+    modes = common.planned_modes(facts, [mode], notes)
     return TaskSpec(
-        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
+        family=manifest.name, name=manifest.name, short_name=common.short_name(facts, manifest, notes),
         title=f"{game['title']}: GRPO for one learner seat",
         description=(f"Train the learner seat of {game['title']} ({model_path}) against opponents played by "
                      f"{opponent.name}; the rules are in game_rules.py."),
-        gpus=total, game=manifest.resolve_parameters(game), teams=teams,
+        gpus=total, game=manifest.resolve_parameters(game), teams=teams, modes=modes, notes=notes,
         servers=[Server(name="server1", port=port, model_path=model_path, gpus=gpus, config="config.yaml",
                         url_env="VIBE_RL_SWARM_URL", static_models=[opponent.name])],
-        static_models=[opponent], training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes,
-        reward=reward(facts, notes), constraints=constraints(facts, notes, random_ids=False),
-        notes=notes,
+        static_models=[opponent], training=common.training(facts, notes, batch_size=16, grpo_n=4),
+        reward=common.reward(facts, notes), constraints=common.constraints(facts, notes, random_ids=False),
     )

@@ -2,9 +2,7 @@
 
 The role table is the `roles` parameter (standard: 3 werewolves, seer, witch, hunter, 3 villagers), set by the
 spec's role counts and player count (`role_table`); `split_roles` reads which roles train and which play a
-static model; an unplayable table is a PlannerError. The vocabulary (role, side and action words) is the family's
-words.yaml (`WORDS`).
-"""
+static model; an unplayable table is a PlannerError. The vocabulary is words.yaml (`WORDS`)."""
 
 from __future__ import annotations
 
@@ -21,8 +19,8 @@ from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 WORDS = family_words(__file__)
 ROLE_WORDS: dict[str, str] = WORDS["roles"]
-ROLES = list(ROLE_WORDS)
-GODS = ["seer", "witch", "hunter"]
+ROLES, GODS = list(ROLE_WORDS), ["seer", "witch", "hunter"]
+COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
 PARITY_WORDS, OTHER_ROLES = WORDS["parity"], WORDS["other_roles"]
 ROUNDS_AS_DAYS = Row("max_days", en=(r"max[\s_-]*rounds",), zh=("轮数",), after=("rounds?", "轮"))  # table row
 # "Werewolves" as the game's name, not the role: at the start of the spec or a line ("Werewolves with the seer
@@ -93,8 +91,7 @@ def _counts_in(text: str) -> dict[str, list[tuple[int, re.Match]]]:
                     found[role].append((to_int(next(g for g in m.groups() if g)), m))
     roles_re = "|".join(f"(?:{p})" for p in COUNT_WORDS.values())
     neg = rf"{NEGATION}\s*(?:an?\s+|the\s+|any\s+)?(?:{roles_re})(?:{_LIST_SEP}(?:{roles_re}))*"
-    for m in re.finditer(neg, text, re.IGNORECASE):
-        # "no villager is trained": not the table
+    for m in re.finditer(neg, text, re.IGNORECASE):  # "no villager is trained": not the table
         if not re.match(rf"\s+(?:{WORDS['role_verb']})\b", text[m.end():], re.IGNORECASE):
             wolves = ["werewolf"] if re.search(r"\bwol(?:f|ves)\b", m.group(), re.I) else []
             for role in roles_in(m.group()) + wolves:
@@ -121,8 +118,7 @@ def gods_seats(facts: Facts, text: str, given: dict[str, int], notes: list[str])
     if gods is None:
         return
     named = [g for g in GODS if given.get(g)]
-    seats = sum(given[g] for g in named)
-    free = [g for g in GODS if g not in given]
+    seats, free = sum(given[g] for g in named), [g for g in GODS if g not in given]
     if seats > gods or seats + len(free) < gods:
         raise PlannerError(f"The spec asks for {gods} gods but " + (
             f"names {seats} god seats ({_seats({g: given[g] for g in named})})" if seats > gods else
@@ -136,27 +132,23 @@ def gods_seats(facts: Facts, text: str, given: dict[str, int], notes: list[str])
 
 
 def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, int]:
-    """The seats the spec asks for, read from per-role counts and a total player count.
-
-    A role count is a number before the role ("3 werewolves", "4狼", "两个狼人", "one witch") or after it
-    ("werewolves: 4", "平民 4 名"); "no hunter" / "without a witch" / "没有猎人" / "不要女巫" seat 0; a seer,
-    witch or hunter named without a number on a line that counts roles ("4狼、预言家、女巫、猎人、4平民",
-    "2 werewolves, a seer, 3 villagers") seats 1. A number right after a game action ("kill one villager") and
-    a player count below 3 ("投票放逐一名玩家") are rule wording, not the table. Roles not named keep the
-    standard count (1 seer, 1 witch, 1 hunter); with a total ("12 players", "12人局") and no werewolf count, a
-    third of the table are werewolves; villagers fill the remainder unless their count is given, and then the
-    counts must add up to the total (when the named roles alone fill it, "8 players: 2 wolves, seer, witch,
-    4 villagers", unnamed gods get no seat). Every number read is marked; a role given two different counts,
-    a contradiction or an unplayable table is a PlannerError that names the fix.
-    """
+    """The seats the spec asks for, read from per-role counts and a total player count. A role count is a
+    number before the role ("3 werewolves", "4狼", "两个狼人", "one witch") or after it ("werewolves: 4",
+    "平民 4 名"); "no hunter" / "without a witch" / "没有猎人" / "不要女巫" seat 0; a seer, witch or hunter
+    named without a number on a line that counts roles ("4狼、预言家、女巫、猎人、4平民", "2 werewolves, a
+    seer, 3 villagers") seats 1. A number right after a game action ("kill one villager") and a player count
+    below 3 ("投票放逐一名玩家") are rule wording, not the table. Roles not named keep the standard count (1
+    seer, 1 witch, 1 hunter); with a total ("12 players", "12人局") and no werewolf count, a third of the
+    table are werewolves; villagers fill the remainder unless their count is given, and then the counts must
+    add up to the total (when the named roles alone fill it, "8 players: 2 wolves, seer, witch, 4 villagers",
+    unnamed gods get no seat). Every number read is marked; a role given two different counts, a contradiction
+    or an unplayable table is a PlannerError that names the fix."""
     standard: dict[str, int] = dict(manifest.parameters["roles"].default)
     text = without_game_name(facts.text)
     found = _counts_in(text)
-    given: dict[str, int] = {}
-    for role, counts in found.items():
-        quoted = "; ".join(repr(m.group().strip()) for _, m in counts)
-        if (n := _once(facts, counts, f"{role} seats ({quoted})")) is not None:
-            given[role] = n
+    quoted = {role: "; ".join(repr(m.group().strip()) for _, m in counts) for role, counts in found.items()}
+    given = {role: n for role, counts in found.items()
+             if (n := _once(facts, counts, f"{role} seats ({quoted[role]})")) is not None}
     lines = {(text.rfind("\n", 0, m.start()) + 1, (text.find("\n", m.end()) + 1 or len(text) + 1) - 1)
              for counts in found.values() for n, m in counts if n}  # the lines that count roles
     given |= {g: 1 for g in GODS if not found[g]
@@ -232,11 +224,11 @@ SIDE_WORDS = (("copy", WORDS["copy"]), ("static", WORDS["static"]), ("trainable"
 def _segment(segment: str, seats: dict[str, int], names: list[str]) -> tuple[list[str], str | None]:
     """(the roles a comma part names, what it says they do: 'static', 'copy' (the frozen local copy),
     'trainable' or None). The roles: each role word, and each seated role of a side (or of the whole table:
-    "everyone", "所有角色") it names as a whole; with a negation only seated roles. A part that states the seat
-    table (a player count or two role counts: "8 人局（2 狼、预言家", "12 players: 4 wolves") only describes the
-    game: None ("狼人杀训练：8 人局（2 狼、预言家、女巫、4 平民" trains nobody by itself). Else a static model's
-    name or a static word decides first ('opponent' / 'frozen copy' / '冻结副本' without a model name is the
-    copy); a local path with 'uses' / '用' trains ("everyone else uses /models/q7b")."""
+    "everyone", "所有角色") it names as a whole; with a negation only seated roles. A part that states the
+    seat table (a player count or two role counts: "8 人局（2 狼、预言家", "12 players: 4 wolves") only
+    describes the game: None ("狼人杀训练：8 人局（2 狼、预言家、女巫、4 平民" trains nobody by itself). Else
+    a static model's name or a static word decides first ('opponent' / 'frozen copy' / '冻结副本' without a
+    model name is the copy); a local path with 'uses' / '用' trains ("everyone else uses /models/q7b")."""
     roles = set(roles_in(segment)) | {r for words, side in SIDES if re.search(words, segment, re.IGNORECASE)
                                       for r in side if seats.get(r)}
     negated = re.search(NEGATION, segment, re.IGNORECASE)
@@ -253,14 +245,14 @@ def _segment(segment: str, seats: dict[str, int], names: list[str]) -> tuple[lis
 def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str], list[str],
                                                                                 dict[str, str]]:
     """(trainable roles, static roles, the static roles that play the frozen local copy, static role -> the
-    static model its part names when the spec names several) in seat-table order, read per comma part of each line (`_segment`: what a part's words do); roles named in a part without a
-    side take the next part's ("the hunter, the witch and the villagers are played by ..."). A role said to
-    have no seat ("不要猎人", "no hunter") gets no side; "everyone else" / "the rest" / "其余" / "其他" in a part
-    takes the seated roles no other part gives a side. With no side stated the werewolves and the seer train
-    (noted), less a role the table seats none of; a trainable role without a seat is a PlannerError."""
+    static model its part names) in seat-table order, read per comma part of each line (`_segment`: what a
+    part's words do); roles named in a part without a side take the next part's ("the hunter, the witch and
+    the villagers are played by ..."). A role said to have no seat ("不要猎人", "no hunter") gets no side;
+    "everyone else" / "the rest" / "其余" / "其他" in a part takes the seated roles no other part gives a
+    side. With no side stated the werewolves and the seer train (noted), less a role the table seats none of;
+    a trainable role without a seat is a PlannerError."""
     sides: dict[str, set[str]] = {"trainable": set(), "static": set(), "copy": set()}
-    rest, rest_model = None, None
-    names = [m.name.lower() for _, m in facts.static_models]
+    rest, rest_model, names = None, None, [m.name.lower() for _, m in facts.static_models]
     model_of: dict[str, str] = {}
     for line in re.split(r"\n|[;\u3002\uff1b]|\.(?=\s)", without_game_name(facts.text)):  # lines, sentences
         pending: list[str] = []
@@ -279,8 +271,7 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
             roles += [] if set(pending) & set(roles) else pending
             sides[side].update(roles)
             model_of |= {r: named for r in roles if named}
-            pending = []
-            listed = side if re.search(r"[:：=]", segment) else None
+            pending, listed = [], side if re.search(r"[:：=]", segment) else None
         if listed is not None:
             sides[listed].update(pending)
     if rest is not None:
@@ -298,15 +289,11 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
         notes.append("No role is trainable in this spec: nothing would learn (`vibe-rl doctor` reports it). "
                      "Say which roles share the trainable model.")
     if role := next((r for r in ROLES if r in trainable and not seats.get(r)), None):
-        raise PlannerError(f"The spec trains the {role}, but its role table seats no {role} "
-                           f"({_seats(seats)}): give the {role} a seat, or leave it out of the trainable "
-                           "roles.")
+        raise PlannerError(f"The spec trains the {role}, but its role table seats no {role} ({_seats(seats)}"
+                           f"): give the {role} a seat, or leave it out of the trainable roles.")
     static = [r for r in ROLES if r not in trainable]
     copy = [r for r in static if r in sides["copy"]]
     return [r for r in ROLES if r in trainable], static, copy, {r: m for r, m in model_of.items() if r in static}
-
-
-COPY = "opponent"  # the frozen local copy of the trainable model, the family's default static model
 
 
 def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str],
@@ -322,14 +309,12 @@ def teams_for(trainable: list[str], static: list[str], static_name: str, copy: l
                                               for m in dict.fromkeys(played.values())], (False, COPY, copied)]
     for trained, model, roles in groups:
         village = [r for r in roles if r != "werewolf"]
-        sides = (("werewolves", [r for r in roles if r == "werewolf"]),
-                 ("seer" if trained and village == ["seer"] else "village", village))
-        for side, mine in sides:
+        for side, mine in (("werewolves", [r for r in roles if r == "werewolf"]),
+                           ("seer" if trained and village == ["seer"] else "village", village)):
             if mine:
-                taken = {t.name for t in teams}
-                name = next(n for n in (side, f"{side}_static", f"{side}_{COPY}", *(f"{side}_{k}" for k in range(2, 9)))
-                            if n not in taken)
-                teams.append(Team(name=name, roles=mine, model=model))
+                names = (side, f"{side}_static", f"{side}_{COPY}", *(f"{side}_{k}" for k in range(2, 9)))
+                teams.append(Team(name=next(n for n in names if n not in {t.name for t in teams}), roles=mine,
+                                  model=model))
     return teams
 
 

@@ -8,18 +8,7 @@ from __future__ import annotations
 import re
 
 from vibe_rl.errors import PlannerError
-from vibe_rl.planner.common import (
-    constraints,
-    first_given,
-    game_parameter,
-    no_model_path,
-    planned_modes,
-    reward,
-    short_name,
-    static_endpoint,
-    static_note,
-    training,
-)
+from vibe_rl.planner import common
 from vibe_rl.planner.facts import Facts
 from vibe_rl.planner.servers import segments
 from vibe_rl.planner.text import NUM, Found
@@ -67,7 +56,7 @@ def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
         facts.use(civilians)  # consistent; left unmarked (so reported) when it is not
     for name, found, what in (("num_players", players, "player count"), ("num_spies", spies, "spy count"),
                               ("max_rounds", None, "round limit"), ("num_tasks", None, "mock dataset size")):
-        game_parameter(facts, game, name, found, notes, manifest, what)
+        common.game_parameter(facts, game, name, found, notes, manifest, what)
     shaped(facts, game, notes)
     game = manifest.resolve_parameters(game)
     if 2 * game["num_spies"] >= game["num_players"]:
@@ -150,7 +139,7 @@ def opponent(facts: Facts, notes: list[str], trains: str | None = None) -> tuple
         if not trained and not said:  # the side is read from where the model is named alone: say so
             notes.append(f"No team is said to train: the {OTHER[side]} train, as {model.name} is named for the "
                          f"{side}. If that is wrong, say which team trains ('train the {side}').")
-        return side, static_endpoint(facts, model)
+        return side, common.static_endpoint(facts, model)
     said = re.search(rf"(?:{SPY_WORDS})[^,.;，。；\n]{{0,20}}(?:{WORDS['train']})", facts.text, re.IGNORECASE)
     if said and re.search(CIVILIAN_WORDS, facts.text[max(0, said.start() - 12):said.start()], re.IGNORECASE):
         said = None  # "平民和卧底各自...训练": both sides train (adversarial), not the spies alone
@@ -169,7 +158,7 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
                     facts.text[found.end:_segment(facts, found)[1]])
             if found is not first and any(re.search(SPY_WORDS, t, re.IGNORECASE) for t in near):
                 second = found
-    path1 = facts.use(first) if first is not None else no_model_path(facts, notes)
+    path1 = facts.use(first) if first is not None else common.no_model_path(facts, notes)
     path2 = facts.use(second) or path1
     if second is None:
         notes.append(f"No model path for server2: it starts from server1's model ({path1}).")
@@ -179,26 +168,25 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
 def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
     """(agent_roll GPUs, agent_roll_adv GPUs of server1 and server2, total, whether agent_roll_adv's counts are
     the planner's fill rather than the spec's). A count said of one server ("server 2 uses 2 GPUs") holds in
-    every mode; a mode's count wins over it for that mode. 0 is a count (CPU), not a missing one."""
+    every mode; a mode's count wins over it for that mode. 0 is a count (CPU), not a missing one. With no
+    total, agent_roll_adv's ("adversarial: 8 GPUs") is the node's."""
     g, srv = facts.gpus, facts.servers
     total, per_server = facts.use(g.total), facts.use(g.per_server)
     own = [facts.use(srv[i].gpus) if i in srv else None for i in (0, 1)]
-    roll = first_given(facts.use(g.mode_per_server.get("agent_roll")), own[0], per_server)
+    roll = common.first_given(facts.use(g.mode_per_server.get("agent_roll")), own[0], per_server)
     if roll is None:
         roll = 1 if total is None else total
         notes.append(f"agent_roll: no GPU count for its server: using {roll}"
                      + (" (the total)." if total is not None else "."))
     each = facts.use(g.mode_per_server.get("agent_roll_adv"))
-    adv = [first_given(each, mine, per_server) for mine in own]
+    adv = [common.first_given(each, mine, per_server) for mine in own]
     if filled := None in adv:
-        split = first_given(facts.use(g.mode_total.get("agent_roll_adv")), total)
+        split = common.first_given(facts.use(g.mode_total.get("agent_roll_adv")), total)
         fill = 1 if split in (None, 1) else split // 2
         adv = [a if a is not None else fill for a in adv]
         notes.append(f"agent_roll_adv: no GPUs per server given: using {adv[0]} + {adv[1]}"
                      + (f" (half of {split} each)." if split and split > 1 else "."))
-    if total is None:  # "adversarial: 8 GPUs" is the node's
-        total = facts.use(g.mode_total.get("agent_roll_adv"))
-    if total is None:
+    if total is None and (total := facts.use(g.mode_total.get("agent_roll_adv"))) is None:
         total = max(roll, sum(adv))
         notes.append(f"No total GPU count given: the node needs {total}.")
     return roll, adv, total, filled
@@ -222,7 +210,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     roll_gpus, adv_gpus, total, filled = gpus(facts, notes)
     port1, port2 = ports(facts, notes)
     both = both_trained(facts.text)
-    modes = planned_modes(facts, [
+    modes = common.planned_modes(facts, [
         Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
              rewarded={"server1": learners}, gpus={"server1": roll_gpus}),
         Mode(name="agent_roll_adv", script="agent_roll_adv.py", run_file="agent_run_adv.py",
@@ -237,7 +225,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     names = {m.name for m in modes}
     statics = [static_model] if "agent_roll" in names else []
     for model in statics:
-        static_note(facts, model, notes)
+        common.static_note(facts, model, notes)
     gpus1 = roll_gpus if statics else adv_gpus[0]
     servers = [Server(name="server1", port=port1, model_path=path1, gpus=gpus1,
                       config="config.yaml", url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])]
@@ -247,19 +235,17 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     elif path2 != path1:
         notes.append(f"A second model path ({path2}) is given but agent_roll_adv is not planned: it is unused.")
     adv = "against each other on two servers (agent_roll_adv)."
+    model = {"civilians": "server1", "spies": "server2"}
+    what = f"Train both teams of Who is Spy ({path1}) {adv}"
     if statics:
         model = {learners: "server1", static_side: static_model.name}
         what = f"Train the {learners} of Who is Spy ({path1}) against {static_model.name} (agent_roll)" + (
             f", and both teams {adv}" if len(servers) > 1 else ".")
-    else:
-        model = {"civilians": "server1", "spies": "server2"}
-        what = f"Train both teams of Who is Spy ({path1}) {adv}"
     return TaskSpec(
-        family=manifest.name, name=manifest.name, short_name=short_name(facts, manifest, notes),
+        family=manifest.name, name=manifest.name, short_name=common.short_name(facts, manifest, notes),
         title="Who is Spy: GRPO self-play", description=what, gpus=total, game=game, servers=servers,
         teams=[Team(name="civilians", roles=["civilian"], model=model["civilians"]),
-               Team(name="spies", roles=["spy"], model=model["spies"])], static_models=statics,
-        training=training(facts, notes, batch_size=16, grpo_n=4), modes=modes, reward=reward(facts, notes),
-        constraints=constraints(facts, notes, random_ids=True),
-        notes=notes,
+               Team(name="spies", roles=["spy"], model=model["spies"])], static_models=statics, modes=modes,
+        training=common.training(facts, notes, batch_size=16, grpo_n=4), reward=common.reward(facts, notes),
+        constraints=common.constraints(facts, notes, random_ids=True), notes=notes,
     )
