@@ -1,13 +1,11 @@
-"""The offline planner: picks a template family by its manifest keywords, then applies that family's rules.
+"""The offline planner: picks a template family by its manifest keywords (a family is planned only when the
+spec names it), then applies its rules, `templates/<family>/rules.py` (`build(facts, manifest) -> TaskSpec`),
+loaded from that file by path: library code never imports `templates/` as a package. Every number, path, env
+var or model name of the spec that did not land in the TaskSpec is then listed in `TaskSpec.unparsed`.
 
-A family's rules (`templates/<family>/rules.py`, `build(facts, manifest) -> TaskSpec`) are loaded from that
-file by path: library code never imports `templates/` as a package. Every number, path, env var or model name
-of the spec that did not land in the TaskSpec is then listed in `TaskSpec.unparsed` (vibe_rl.planner.text).
-
-A family is planned only when the spec names it. A game that only resembles one ("Mafia (like werewolves)", "a
-werewolf-like game", "类似狼人杀的游戏") is planned as that family (the spec says it is close enough) with a
-note that the game differs and what the plan holds instead; a game compared to something no family covers
-stays a PlannerError, which then says how to plan it as the closest family anyway.
+A game that only resembles a family's ("Mafia (like werewolves)", "类似狼人杀的游戏") is planned as that family
+with a note that the game differs and what the plan holds instead; a game compared to something no family
+covers stays a PlannerError that says how to plan it as the closest family anyway.
 """
 
 from __future__ import annotations
@@ -98,7 +96,7 @@ class OfflinePlanner:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
         notes: list[str] = []
-        for rewrite in REWRITES:  # each (text -> text, notes); check_supported refuses what no plan holds
+        for rewrite in REWRITES:  # each text -> (text, notes)
             text, said = rewrite(text)
             notes += said
         families = list_families()

@@ -1,14 +1,11 @@
 """Where each value of a plan came from: the review table `vibe-rl new` prints before writing and keeps in the
-project (plan_review.json), so that a wrong value is visible at a glance.
-
-Each row is one field (`training.lr`, `game.num_players`, `servers.0.model_path`, `wire.agent_roll.spy`, ...)
-with its value and its source:
+project (plan_review.json). Each row is one field (`training.lr`, `servers.0.model_path`,
+`wire.agent_roll.spy`, ...) with its value and its source:
 - `spec`: the span of the spec it was read from (the offline rules record the span of each training number,
-  reward and game parameter as they read it; other values are matched to a marked span that states the value
-  next to the field's own word);
+  reward and game parameter; other values are matched to a marked span that states the value next to the
+  field's own word);
 - `default`: the spec does not state it; `rule` is the planner's note that says which default was taken;
-- `llm`: an LLM planner chose it; `span` is where the spec states that value (checked in the spec's text), or
-  empty with a rule saying the spec does not state it.
+- `llm` (`plan` for an edited plan file): `span` is where the spec states that value, else empty with a rule.
 """
 
 from __future__ import annotations
@@ -169,12 +166,11 @@ def review(spec: TaskSpec, text: str, planner: str, read: SpecText | None = None
     for field, value in _rows_of(spec):
         span = _family_span(source.text, value) if field == "family" else \
             None if field == "modes" else _spec_span(source, field, value, roles)
-        if read is None:
+        if read is not None:
+            kind, rule = ("spec", None) if span else ("default", _rule(spec.notes, field))
+        else:
             kind = "llm" if planner not in ("none (--plan)", "plan") else "plan"
             rule = None if span else "the edited plan file" if kind == "plan" else "not stated in the spec: check it"
-        else:
-            kind = "spec" if span else "default"
-            rule = None if span else _rule(spec.notes, field)
         if span is not None and not all(part in text for part in span.split(" | ")):
             span = f"{span} (as read)"
         rows.append({"field": field, "value": show(value), "from": kind, "span": span, "rule": rule})
