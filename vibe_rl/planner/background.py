@@ -108,7 +108,6 @@ def check_supported(text: str) -> tuple[str, list[str]]:
             line_start = text.rfind("\n", 0, m.start()) + 1
             if re.search(_DECLINED, text[line_start:m.start()], re.IGNORECASE):
                 continue
-            start, end = part_around(text, m.start(), m.end(), "\n,，.。;；:：", "\n,，。;；")
-            said = text[start:end].strip()
+            said = text[slice(*part_around(text, m.start(), m.end(), "\n,，.。;；:：", "\n,，。;；"))].strip()
             raise PlannerError(f"The spec asks for {why.format(said=said[:100])}")
     return text, []

@@ -117,8 +117,7 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
 
 class LLMPlanner(ABC):
     """Subclasses name their SDK (`sdk`: module, client class), API-key env var and default model, and
-    implement `_ask(messages)` (-> raw JSON, reply messages); `_retry(reply, error)` gives the messages that
-    carry the error back."""
+    implement `_ask(messages)`; `_retry(reply, error)` gives the messages that carry the error back."""
 
     name, sdk, key_env, key_help, default_model = "llm", ("", ""), "", "", ""
 

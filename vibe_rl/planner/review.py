@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +67,9 @@ def _states(piece: str, value: Any) -> bool:
         return False
     if isinstance(value, (int, float)):
         for m in re.finditer(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[零一二两三四五六七八九十百千万]+", piece, re.IGNORECASE):
-            try:
+            with suppress(ValueError, KeyError):
                 if (float(m.group()) if re.match(r"[-+\d]", m.group()) else to_int(m.group())) == value:
                     return True
-            except (ValueError, KeyError):
-                continue
         return False
     return isinstance(value, str) and len(value) >= 2 and value.lower() in piece.lower()
 
@@ -181,7 +180,6 @@ def table(rows: list[dict[str, Any]], width: int = 60) -> list[str]:
     """The rows as aligned text lines: field, value, from."""
     def cut(s: str, n: int) -> str:
         return s if len(s) <= n else s[:n - 3] + "..."
-
     fw = max(len(r["field"]) for r in rows)
     vw = min(32, max(len(r["value"]) for r in rows))
     lines = [f"{'field':<{fw}}  {'value':<{vw}}  from", f"{'-' * fw}  {'-' * vw}  {'-' * 4}"]
@@ -216,10 +214,9 @@ _VERB = r"(?:trained|trainable|trains?|learns?|训练|可训练)"
 
 
 def trained_but_static(spec: TaskSpec, text: str) -> list[tuple[str, str, str]]:
-    """(mode, role, span) for each role the spec trains in so many words ('the werewolves are trained', 'train
-    the seer', '狼人可训练') while no mode of the plan trains it. Conservative: the role word must stand right next
-    to the verb, a game's name ('谁是卧底', 'who is spy') is no role, and a part that negates or names a static
-    model ('not trained', 'static', 'played by') says nothing."""
+    """(mode, role, span) for each role the spec trains in so many words ('train the seer', '狼人可训练') while no
+    mode trains it. Conservative: the role word must stand right next to the verb, a game's name ('谁是卧底') is
+    no role, and a part that negates or names a static model ('not trained', 'played by') says nothing."""
     out = []
     src = SpecText(_GAME_NAME.sub(lambda m: " " * len(m.group()), text))
     pieces = _pieces(src.text, *src.clauses())  # the first part that says so, in the spec's order
