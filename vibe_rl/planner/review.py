@@ -124,8 +124,8 @@ def _family_span(text: str, family: str) -> str | None:
     """The first keyword of the family that the spec names ('谁是卧底', 'werewolves')."""
     words = manifest.all_keywords() if (manifest := _manifest(family)) else []
     lower = text.lower()
-    hits = sorted((lower.find(w.lower()), w) for w in words if w and w.lower() in lower)
-    return text[hits[0][0]:hits[0][0] + len(hits[0][1])] if hits else None
+    at, word = min(((lower.find(w.lower()), w) for w in words if w and w.lower() in lower), default=(0, ""))
+    return text[at:at + len(word)] if word else None
 
 
 def _piece_of(src: SpecText, start: int) -> tuple[int, int] | None:

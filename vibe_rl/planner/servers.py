@@ -56,10 +56,9 @@ def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int, int | None]]:
-    """(seg start, seg end, server index). A segment naming no server takes the nearest server named before it,
-    else after it, within its group; groups end at a closing parenthesis followed by a comma ("Agent 1 uses /a
-    (server 1, 2 GPUs), Agent 2 uses /b (server 2, 6 GPUs)"), and a group naming no server continues the one
-    before it ("on server 1 (port 10086), using 4 GPUs")."""
+    """(seg start, seg end, server index). A segment naming no server takes the nearest one named before it,
+    else after it, in its group; groups end at a closing parenthesis and a comma ("/a (server 1, 2 GPUs), /b
+    (server 2)"), and a group naming none continues the one before ("on server 1 (port 10086), 4 GPUs")."""
     out: list[tuple[int, int, int | None]] = []
     bounds = [start] + [start + m.end() for m in re.finditer(r"[)）]\s*[,，]", src.text[start:end])] + [end]
     last: int | None = None
