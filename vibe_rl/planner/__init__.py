@@ -1,5 +1,4 @@
-"""Natural language -> TaskSpec. Planners are chosen by a short name and imported lazily.
-
+"""Natural language -> TaskSpec. Planners are chosen by a short name and imported lazily:
 - `offline`: keyword and regex rules (vibe_rl.planner.offline), no network.
 - `openai` / `anthropic`: the official SDKs with structured output: a TaskSpec plus, for every value it sets,
   the words of the spec it quotes; a value whose quote is not in the spec is not used (vibe_rl.planner.quotes).
@@ -12,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vibe_rl.errors import PlannerError
+from vibe_rl.errors import ConfigError, PlannerError, TemplateError
 from vibe_rl.schema.spec import TaskSpec
 
 KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}  # the LLM planners, in `auto`'s order
@@ -29,8 +28,7 @@ def resolve(name: str = "auto") -> str:
 
 def plan(text: str, planner: str = "auto", name: str | None = None, family: str | None = None) -> TaskSpec:
     """Plan `text`; `name` overrides the project slug; `family` skips keyword matching (the LLM is told the
-    family; offline, that family's rules apply; for `turn_based` with an LLM, `vibe-rl new` then lets the LLM
-    write the game's rules)."""
+    family; offline, that family's rules apply)."""
     return plan_full(text, planner, name, family)[0]
 
 
@@ -72,7 +70,6 @@ def _renamed(spec: TaskSpec, name: str | None) -> TaskSpec:
 
 def load_plan(path: str | Path, name: str | None = None) -> TaskSpec:
     """An edited TaskSpec file, checked as a planner's answer is: the schema, the family, and that it renders."""
-    from vibe_rl.errors import ConfigError, TemplateError
     from vibe_rl.scaffold.families import load_family
     from vibe_rl.scaffold.render import render_files
 

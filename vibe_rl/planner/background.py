@@ -1,23 +1,18 @@
 """Background sentences: what the writer did before, elsewhere or last time ("last year I tried 10 players",
-"I used PPO on a different project", "上次每 15 步存一次，结果盘满了", "our previous config had batch_size: 64"), or
-might do later ("if it diverges we drop the lr to 1e-7", "如果显存不够就改成 batch 8", "maybe later 16 GPUs").
-They describe another training, not this one, so no rule may read them: a number there never sets a field, a
-method there never refuses the spec, and a value there never contradicts this spec's value. Each such part is
-blanked (replaced by spaces, so every other offset stays where it was) before any rule runs, and said in a
-note. A part ends at the end of its sentence or where the writer comes back to now ("this time", "now", "这次",
-"现在").
+"I used PPO on a different project", "上次每 15 步存一次，结果盘满了"), or might do later ("if it diverges we drop
+the lr to 1e-7", "maybe later 16 GPUs"). They describe another training, so no rule may read them: a number
+there never sets a field, a method there never refuses the spec, and a value there never contradicts this
+spec's. Each such part is blanked (spaces, so every other offset stays) before any rule runs, and said in a
+note. A part ends at the end of its sentence or where the writer comes back to now ("this time", "这次").
 
-Also here: asks no vibe-rl project can hold (`check_supported`), refused before a family is planned (a clear
-error beats a project that silently trains something else):
-- images, video or audio as input (vision-language models such as Qwen2.5-VL, "multimodal", "图像"): the
-  engine serves causal language models and the games exchange text;
-- a value model (actor-critic, PPO with GAE, "value head", "价值模型") and PPO named as the algorithm: training
-  is GRPO, whose baseline is the group's mean reward (a bare "critic" is not refused: in a workflow it is an
-  agent that reviews another's answer);
-- preference optimisation (DPO, KTO, ORPO, SimPO): training learns from episode rewards, not preference pairs.
-A mention that declines the ask is not one ("GRPO, not PPO", "no critic", "critic-free", "不用 PPO"), and
-neither is a PPO term that GRPO shares ("PPO-style clipping", "ppo_mini_batch_size"). Each error says what
-was asked, why the plan cannot hold it, and what to write instead.
+Also here: asks no vibe-rl project can hold (`check_supported`), refused before a family is planned, each
+error saying what was asked, why the plan cannot hold it and what to write instead:
+- images, video or audio as input (vision-language models such as Qwen2.5-VL, "multimodal", "图像");
+- a value model (actor-critic, PPO with GAE, "value head", "价值模型") and PPO named as the algorithm (a bare
+  "critic" is not refused: in a workflow it is an agent that reviews another's answer);
+- preference optimisation (DPO, KTO, ORPO, SimPO).
+A mention that declines the ask is not one ("GRPO, not PPO", "不用 PPO"), and neither is a PPO term that GRPO
+shares ("PPO-style clipping", "ppo_mini_batch_size").
 """
 
 from __future__ import annotations
@@ -36,8 +31,7 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b|\bin\s+v\d+\b|"
        r"\b(?:my|our|the)\s+(?:last|previous|earlier|first|old)\s+(?:attempt|try|version|round of experiments)\b|"
        r"\bmaybe\s+later\b|\blater\s+(?:we|i)\s+(?:might|may|could|can|will)\b|\bin\s+the\s+future\b|\beventually\b")
-# A possible later training, a value for a case that may come ("if it diverges we drop the lr to 1e-7", "如果显存不够就
-# 改成 batch 8"); a condition in the game's rules ("如果平票就再投一次") is no such case
+# A case that may come later ("如果显存不够就改成 batch 8"); not a condition of the game's rules ("如果平票就再投一次")
 _IF = (r"\bif\s+(?:it|that|this|training|the\s+run|memory|we)\s+(?:diverges?|ooms?|crash\w*|fails?|is\s+too|runs?\s+"
        r"out|collapses?|blows|does\s*n[o']t|see|hit)|(?:如果|要是|万一|假如)(?=[^，。；\n]{0,12}?(?:显存|内存|太慢|慢|不收敛|"
        r"发散|崩|不够|OOM|爆))")
@@ -114,7 +108,6 @@ def check_supported(text: str) -> tuple[str, list[str]]:
             line_start = text.rfind("\n", 0, m.start()) + 1
             if re.search(_DECLINED, text[line_start:m.start()], re.IGNORECASE):
                 continue
-            start, end = part_around(text, m.start(), m.end(), "\n,，.。;；:：", "\n,，。;；")
-            said = text[start:end].strip()
+            said = text[slice(*part_around(text, m.start(), m.end(), "\n,，.。;；:：", "\n,，。;；"))].strip()
             raise PlannerError(f"The spec asks for {why.format(said=said[:100])}")
     return text, []

@@ -100,10 +100,9 @@ def tabled(facts: Facts, name: str, manifest: Manifest, notes: list[str], rows: 
 
 
 def planned_modes(facts: Facts, modes: list[Mode], notes: list[str], asked: tuple[str, ...] = ()) -> list[Mode]:
-    """The family's modes minus the excluded ones; only the requested ones when the spec says 'only'. A mode the
-    spec names ("对抗模式", "mode: agent_roll_adv"), or one the family's rules read from its words (`asked`:
-    "both sides train" asks for who_is_spy's agent_roll_adv), comes first, in the order the spec names them:
-    `vibe-rl run` starts the first mode, so it is the one the spec asks for."""
+    """The family's modes minus the excluded ones (only the requested ones when the spec says 'only'). Those
+    the spec names ("对抗模式") or the family's rules read from its words (`asked`: "both sides train") come
+    first, in the order the spec names them: `vibe-rl run` starts the first mode, the one asked for."""
     names = [m.name for m in modes]
     keep = [m for m in modes if m.name in facts.modes_only] if facts.modes_only else \
         [m for m in modes if m.name not in facts.modes_excluded]

@@ -1,9 +1,7 @@
-"""The LLM planners: ask for a TaskSpec with a quote of the spec for every value it sets, validate it (schema,
-family, renderable), and on a malformed answer ask again with the validation error, a bounded number of times.
-The quotes are checked against the spec by vibe_rl.planner.quotes (a value whose quote is missing or not in the
-spec is not used). An API that cannot be reached raises PlannerUnavailable, so the caller can fall back to the
-offline reader.
-
+"""The LLM planners: ask for a TaskSpec with a quote of the spec for every value it sets (checked by
+vibe_rl.planner.quotes), validate it (schema, family, renderable), and on a malformed answer ask again with
+its validation error, a bounded number of times. An API that cannot be used raises PlannerUnavailable: the
+caller falls back to the offline reader.
 - `OpenAIPlanner`: the official OpenAI SDK, structured output (response_format json_schema). Env: OPENAI_API_KEY,
   optional OPENAI_BASE_URL (any OpenAI-compatible server), VIBE_RL_PLANNER_MODEL (default gpt-4o).
 - `AnthropicPlanner`: the official Anthropic SDK, a forced tool whose input_schema is the answer's schema. Env:
@@ -119,8 +117,7 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
 
 class LLMPlanner(ABC):
     """Subclasses name their SDK (`sdk`: module, client class), API-key env var and default model, and
-    implement `_ask(messages)` (-> raw JSON, reply messages); `_retry(reply, error)` gives the messages that
-    carry the error back."""
+    implement `_ask(messages)`; `_retry(reply, error)` gives the messages that carry the error back."""
 
     name, sdk, key_env, key_help, default_model = "llm", ("", ""), "", "", ""
 
@@ -177,10 +174,9 @@ class OpenAIPlanner(LLMPlanner):
 
     def _ask(self, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         reply = self.client.chat.completions.create(
-            model=self.model,
-            messages=[{"role": "system", "content": self.system}, *messages],
-            response_format={"type": "json_schema", "json_schema": {"name": "QuotedTaskSpec", "schema": schema()}},
-        )
+            model=self.model, messages=[{"role": "system", "content": self.system}, *messages],
+            response_format={"type": "json_schema",
+                             "json_schema": {"name": "QuotedTaskSpec", "schema": schema()}})
         content = reply.choices[0].message.content or ""
         return content, [{"role": "assistant", "content": content}]
 
@@ -196,8 +192,7 @@ class AnthropicPlanner(LLMPlanner):
         reply = self.client.messages.create(
             model=self.model, max_tokens=8192, system=self.system, messages=messages,
             tools=[{"name": TOOL, "description": "Submit the TaskSpec.", "input_schema": schema()}],
-            tool_choice={"type": "tool", "name": TOOL},
-        )
+            tool_choice={"type": "tool", "name": TOOL})
         blocks = [block.model_dump(exclude_none=True) for block in reply.content]
         use = next((block for block in reply.content if block.type == "tool_use"), None)
         raw = "".join(getattr(b, "text", "") for b in reply.content) if use is None else json.dumps(use.input)

@@ -1,13 +1,11 @@
-"""The offline planner: picks a template family by its manifest keywords, then applies that family's rules.
+"""The offline planner: picks a template family by its manifest keywords (a family is planned only when the
+spec names it), then applies its rules, `templates/<family>/rules.py` (`build(facts, manifest) -> TaskSpec`),
+loaded from that file by path: library code never imports `templates/` as a package. Every number, path, env
+var or model name of the spec that did not land in the TaskSpec is then listed in `TaskSpec.unparsed`.
 
-A family's rules (`templates/<family>/rules.py`, `build(facts, manifest) -> TaskSpec`) are loaded from that
-file by path: library code never imports `templates/` as a package. Every number, path, env var or model name
-of the spec that did not land in the TaskSpec is then listed in `TaskSpec.unparsed` (vibe_rl.planner.text).
-
-A family is planned only when the spec names it. A game that only resembles one ("Mafia (like werewolves)", "a
-werewolf-like game", "类似狼人杀的游戏") is planned as that family (the spec says it is close enough) with a
-note that the game differs and what the plan holds instead; a game compared to something no family covers
-stays a PlannerError, which then says how to plan it as the closest family anyway.
+A game that only resembles a family's ("Mafia (like werewolves)", "类似狼人杀的游戏") is planned as that family
+with a note that the game differs and what the plan holds instead; a game compared to something no family
+covers stays a PlannerError that says how to plan it as the closest family anyway.
 """
 
 from __future__ import annotations
@@ -98,7 +96,7 @@ class OfflinePlanner:
         if not text.strip():
             raise PlannerError("The spec is empty. Describe the task, e.g. vibe-rl new \"who is spy, 8 GPUs, batch 16\".")
         notes: list[str] = []
-        for rewrite in REWRITES:  # each (text -> text, notes); check_supported refuses what no plan holds
+        for rewrite in REWRITES:
             text, said = rewrite(text)
             notes += said
         families = list_families()
@@ -140,9 +138,8 @@ _SENTENCE = r"[.。;；\n]"
 
 
 def _name_before(text: str, position: int) -> str | None:
-    """The game the spec compares: a capitalised name or a Chinese name right before the comparison, or the
-    phrase ending in 'game' ("Mafia (like werewolves)", "Secret Hitler, similar to werewolves", "a social
-    deduction game like Avalon")."""
+    """The game the spec compares: a capitalised name right before the comparison, or the phrase ending in
+    'game' ("Mafia (like werewolves)", "a social deduction game like Avalon")."""
     before = re.split(_SENTENCE, text[max(0, position - 60):position])[-1].rstrip(" (（,，")
     name = re.search(r"((?:[A-Z][\w'-]*\s+){0,3}[A-Z][\w'-]*)\s*$", before)
     if name and not re.fullmatch(r"(?:I|We|A|An|The|Train|Plan|Use|It|This)", name.group(1)):
@@ -220,8 +217,7 @@ def unknown_game_hint(text: str, families: list[Manifest]) -> str:
                     "write the game's rules in game_rules.py).\n")
     m = re.search(rf"(?:{_LIKE}|像)\s*(?:the\s+)?([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){{0,2}}|[\u4e00-\u9fff]{{2,6}}?)"
                   r"(?=一样|那样|之类|的|类|游戏|[\s,，.。;；]|$)", text, re.IGNORECASE)
-    if not m:
-        return ""
-    return (f"The spec compares its game to {m.group(1).strip()}, which no family covers. To plan it as the "
-            f"closest family anyway, say so in the spec ('like werewolves', 'plan it as who is spy') or pass "
-            f"--family ({', '.join(f.name for f in families)}); the plan then notes what differs.\n")
+    return "" if not m else (
+        f"The spec compares its game to {m.group(1).strip()}, which no family covers. To plan it as the "
+        f"closest family anyway, say so in the spec ('like werewolves', 'plan it as who is spy') or pass "
+        f"--family ({', '.join(f.name for f in families)}); the plan then notes what differs.\n")

@@ -1,12 +1,10 @@
-"""An LLM's plan, kept only where the spec says so: every value the LLM sets carries the words of the spec it
-quotes, and a value is used only when that quote is in the spec verbatim (whitespace aside), outside its
-background sentences, and states the value. Anything else goes back to the family's default and is listed as
-not understood, so an LLM's guess is never used silently. The base is the family's defaults (its offline rules
-on a spec that says nothing else); the rows are those of the review table (vibe_rl.planner.review):
-`training.lr`, `servers.0.model_path`, `modes`, `wire.agent_roll.spy`, ... A rejected number, path or reward
-goes back to its default; a rejected mode list, wiring or static model puts the whole seating (modes, teams,
-static models, servers) back to the family's, since those only make sense together. What the accepted quotes
-leave unread (a number, path, env var or model name of the spec outside them) is listed as not understood.
+"""An LLM's plan, kept only where the spec says so: a value the LLM sets is used only when its quote of the
+spec is in the spec verbatim (whitespace aside), outside its background sentences, and states the value.
+Anything else keeps the family's default (its offline rules on a spec that names only the game) and is listed
+as not understood, so an LLM's guess is never used silently; a rejected mode list, wiring or static model puts
+the whole seating (modes, teams, static models, servers) back to the family's, since those only make sense
+together. What the accepted quotes leave unread (a number, path, env var or model name outside them) is
+listed as not understood. The rows are those of the review table (vibe_rl.planner.review).
 """
 
 from __future__ import annotations
@@ -31,9 +29,8 @@ def locate(text: str, quote: str) -> tuple[int, int] | None:
 
 def states(quote: str, field: str, value: Any) -> bool:
     """Does the quote state this value? A number must stand in it next to a word that names its field (the
-    training table's, the review's words for GPUs, ports and game counts: "4 张卡" is no batch size); a path,
-    URL or model name must be in it. Wiring, modes and server names are structure: the quote must exist, which
-    `check` asks already."""
+    training table's, the review's WORDS: "4 张卡" is no batch size); a path, URL or model name must be in it.
+    Wiring, modes and the family are structure: the quote must exist, which `check` asks already."""
     from vibe_rl.planner.table import TRAINING, words_of
 
     if field.startswith(("wire.", "modes")) or field == "family" or isinstance(value, bool):
@@ -47,8 +44,7 @@ def states(quote: str, field: str, value: Any) -> bool:
 
 @lru_cache(maxsize=16)
 def _base_json(family: str) -> str:
-    """The family's defaults: its offline rules on a spec that names the game and nothing else (as JSON: each
-    caller gets a fresh TaskSpec)."""
+    """The family's defaults (see the module's docstring) as JSON: each caller gets a fresh TaskSpec."""
     from vibe_rl.planner.offline import OfflinePlanner
     from vibe_rl.scaffold.families import load_family
 
@@ -57,8 +53,7 @@ def _base_json(family: str) -> str:
 
 
 def _set(data: dict, field: str, value: Any) -> None:
-    """Put `value` (None: take it out) at the review row's path in a TaskSpec dict; nothing when the path is
-    not there."""
+    """Put `value` (None: take it out) at the review row's path in a TaskSpec dict, if that path is there."""
     *path, leaf = field.split(".")
     node: Any = data
     with suppress(KeyError, IndexError, TypeError):  # the path is not there

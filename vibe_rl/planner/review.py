@@ -1,20 +1,18 @@
 """Where each value of a plan came from: the review table `vibe-rl new` prints before writing and keeps in the
-project (plan_review.json), so that a wrong value is visible at a glance.
-
-Each row is one field (`training.lr`, `game.num_players`, `servers.0.model_path`, `wire.agent_roll.spy`, ...)
-with its value and its source:
+project (plan_review.json). Each row is one field (`training.lr`, `servers.0.model_path`,
+`wire.agent_roll.spy`, ...) with its value and its source:
 - `spec`: the span of the spec it was read from (the offline rules record the span of each training number,
-  reward and game parameter as they read it; other values are matched to a marked span that states the value
-  next to the field's own word);
+  reward and game parameter; other values are matched to a marked span that states the value next to the
+  field's own word);
 - `default`: the spec does not state it; `rule` is the planner's note that says which default was taken;
-- `llm`: an LLM planner chose it; `span` is where the spec states that value (checked in the spec's text), or
-  empty with a rule saying the spec does not state it.
+- `llm` (`plan` for an edited plan file): `span` is where the spec states that value, else empty with a rule.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -69,11 +67,9 @@ def _states(piece: str, value: Any) -> bool:
         return False
     if isinstance(value, (int, float)):
         for m in re.finditer(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?|[零一二两三四五六七八九十百千万]+", piece, re.IGNORECASE):
-            try:
+            with suppress(ValueError, KeyError):
                 if (float(m.group()) if re.match(r"[-+\d]", m.group()) else to_int(m.group())) == value:
                     return True
-            except (ValueError, KeyError):
-                continue
         return False
     return isinstance(value, str) and len(value) >= 2 and value.lower() in piece.lower()
 
@@ -128,8 +124,8 @@ def _family_span(text: str, family: str) -> str | None:
     """The first keyword of the family that the spec names ('谁是卧底', 'werewolves')."""
     words = manifest.all_keywords() if (manifest := _manifest(family)) else []
     lower = text.lower()
-    hits = sorted((lower.find(w.lower()), w) for w in words if w and w.lower() in lower)
-    return text[hits[0][0]:hits[0][0] + len(hits[0][1])] if hits else None
+    at, word = min(((lower.find(w.lower()), w) for w in words if w and w.lower() in lower), default=(0, ""))
+    return text[at:at + len(word)] if word else None
 
 
 def _piece_of(src: SpecText, start: int) -> tuple[int, int] | None:
@@ -169,12 +165,11 @@ def review(spec: TaskSpec, text: str, planner: str, read: SpecText | None = None
     for field, value in _rows_of(spec):
         span = _family_span(source.text, value) if field == "family" else \
             None if field == "modes" else _spec_span(source, field, value, roles)
-        if read is None:
+        if read is not None:
+            kind, rule = ("spec", None) if span else ("default", _rule(spec.notes, field))
+        else:
             kind = "llm" if planner not in ("none (--plan)", "plan") else "plan"
             rule = None if span else "the edited plan file" if kind == "plan" else "not stated in the spec: check it"
-        else:
-            kind = "spec" if span else "default"
-            rule = None if span else _rule(spec.notes, field)
         if span is not None and not all(part in text for part in span.split(" | ")):
             span = f"{span} (as read)"
         rows.append({"field": field, "value": show(value), "from": kind, "span": span, "rule": rule})
@@ -185,7 +180,6 @@ def table(rows: list[dict[str, Any]], width: int = 60) -> list[str]:
     """The rows as aligned text lines: field, value, from."""
     def cut(s: str, n: int) -> str:
         return s if len(s) <= n else s[:n - 3] + "..."
-
     fw = max(len(r["field"]) for r in rows)
     vw = min(32, max(len(r["value"]) for r in rows))
     lines = [f"{'field':<{fw}}  {'value':<{vw}}  from", f"{'-' * fw}  {'-' * vw}  {'-' * 4}"]
@@ -220,10 +214,9 @@ _VERB = r"(?:trained|trainable|trains?|learns?|训练|可训练)"
 
 
 def trained_but_static(spec: TaskSpec, text: str) -> list[tuple[str, str, str]]:
-    """(mode, role, span) for each role the spec trains in so many words ('the werewolves are trained', 'train
-    the seer', '狼人可训练') while no mode of the plan trains it. Conservative: the role word must stand right next
-    to the verb, a game's name ('谁是卧底', 'who is spy') is no role, and a part that negates or names a static
-    model ('not trained', 'static', 'played by') says nothing."""
+    """(mode, role, span) for each role the spec trains in so many words ('train the seer', '狼人可训练') while no
+    mode trains it. Conservative: the role word must stand right next to the verb, a game's name ('谁是卧底') is
+    no role, and a part that negates or names a static model ('not trained', 'played by') says nothing."""
     out = []
     src = SpecText(_GAME_NAME.sub(lambda m: " " * len(m.group()), text))
     pieces = _pieces(src.text, *src.clauses())  # the first part that says so, in the spec's order

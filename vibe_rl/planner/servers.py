@@ -56,10 +56,9 @@ def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int, int | None]]:
-    """(seg start, seg end, server index). A segment naming no server takes the nearest server named before it,
-    else after it, within its group; groups end at a closing parenthesis followed by a comma ("Agent 1 uses /a
-    (server 1, 2 GPUs), Agent 2 uses /b (server 2, 6 GPUs)"), and a group naming no server continues the one
-    before it ("on server 1 (port 10086), using 4 GPUs")."""
+    """(seg start, seg end, server index). A segment naming no server takes the nearest one named before it,
+    else after it, in its group; groups end at a closing parenthesis and a comma ("/a (server 1, 2 GPUs), /b
+    (server 2)"), and a group naming none continues the one before ("on server 1 (port 10086), 4 GPUs")."""
     out: list[tuple[int, int, int | None]] = []
     bounds = [start] + [start + m.end() for m in re.finditer(r"[)）]\s*[,，]", src.text[start:end])] + [end]
     last: int | None = None
@@ -67,19 +66,18 @@ def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int,
         segs = segments(src, g_start, g_end)
         named = [to_int(m.group(1)) - 1 if (m := re.search(SERVER, src.text[a:b], re.I)) else None
                  for a, b in segs]
-        for i, (a, b) in enumerate(segs):  # the nearest server named at or before it, else after it
-            out.append((a, b, next((n for n in named[i::-1] + named[i:] if n is not None), last)))
+        out += [(a, b, next((n for n in named[i::-1] + named[i:] if n is not None), last))
+                for i, (a, b) in enumerate(segs)]
         last = next((n for n in reversed(named) if n is not None), last)
     return out
 
 
 def implicit_servers(segments: list[tuple[int, int, int | None]], paths: list[Found],
                      servers: dict[int, ServerFacts]) -> list[tuple[int, int, int | None]]:
-    """A clause that names no server but gives two or more model paths in separate parts ("translator /m/14b on
-    port 9001 (4 GPUs), reviewer /m/7b on port 9002 (2 GPUs)"): each path starts the next server (server 1,
-    then 2, ...), and the parts after it, up to the next path, are that server's (its port, its GPU count). A
-    server an earlier clause gave a path keeps it: then the clause is left as it is. Such servers are marked
-    `implicit`: a family that reads which role each path is for may reorder them."""
+    """A clause naming no server but two or more model paths in separate parts ("translator /m/14b on port
+    9001 (4 GPUs), reviewer /m/7b on port 9002 (2 GPUs)"): each new path starts the next server, whose parts
+    run to the next path; left as it is when an earlier clause gave one of those servers a path. Such servers
+    are marked `implicit`: a family that reads which role each path is for may reorder them."""
     starts = [next((p for p in paths if a <= p.start < b), None) for a, b, _ in segments]
     values = list(dict.fromkeys(p.value for p in starts if p is not None))  # a path said twice is one server
     if len(values) < 2 or any(servers.get(i) and servers[i].path for i in range(len(values))):
@@ -166,8 +164,7 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
         counts = list(re.finditer(GPU, clause, re.IGNORECASE))
         for m in [m for m in counts if start + m.start() not in claimed]:  # not one server's (server_facts)
             found = Found(to_int(next(g for g in m.groups() if g)), start + m.start(), start + m.end())
-            # with several counts in a clause, "each" belongs to the count in its own comma segment
-            # ("用八张 A100，...，每台四卡": 8 is the total, 4 per server)
+            # several counts: "each" is of the one in its comma part ("用八张 A100，...，每台四卡": 8 in all, 4 each)
             scope = clause[slice(*part_around(clause, m.start(), m.end(), ",，;；"))] if len(counts) > 1 else clause
             each = re.search(PER_SERVER, scope, re.IGNORECASE)
             is_total = (re.search(rf"(?:{TOTAL})\s*(?:of|with|使用|用)?\s*$", clause[max(0, m.start() - 12):m.start()], re.I)

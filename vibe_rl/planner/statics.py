@@ -1,13 +1,12 @@
-"""Models that play a side or judge rather than train: provider models the planner knows (each with its
-base URL and API key env var), and any model name the words around it give to a side.
+"""Models that play a side or judge rather than train: provider models the planner knows (each with its base
+URL and API key env var), and any model name the words around it give to a side.
 
 A model name plays a side (a static model) when the nearest context word before it in its comma part says so
-("played by", "opponent", "against", "由 ... 扮演", "对手"), else the first one after it ("glm-4-plus 扮演卧底"),
-else when it is assigned to a role ("undercover = claude-3-5-sonnet", "spies: deepseek-chat", "werewolves ->
-llama-3-70b", "卧底：glm-4-plus") and no local path or training word follows it in its part or its aside
-("civilians = Qwen3-8B (/ckpt/qwen3-8b)" names the trainable model), else when an API key env var stands in
-its part ("glm-4-plus via ZHIPU_API_KEY"). A name said to judge in every mention ("a judge gpt-4o", "评委模型
-gpt-4o", "judge = deepseek-chat") is a judge, not a player.
+("played by", "opponent", "由 ... 扮演"), else the first one after it ("glm-4-plus 扮演卧底"), else when it is
+assigned to a role ("undercover = claude-3-5-sonnet", "卧底：glm-4-plus") and no local path or training word
+follows it in its part or its aside ("civilians = Qwen3-8B (/ckpt/qwen3-8b)" trains), else when an API key
+env var stands in its part ("glm-4-plus via ZHIPU_API_KEY"). A name said to judge in every mention ("a judge
+gpt-4o", "评委模型 gpt-4o") is a judge, not a player.
 """
 
 from __future__ import annotations
@@ -85,10 +84,8 @@ def _static_context(src: SpecText, start: int, end: int) -> bool:
     word = before[-1] if before else re.search(_CONTEXT, src.text[end:right], re.IGNORECASE)
     if word:
         return bool(word.group("static"))
-    # assigned to a role ("undercover = claude-3-5-sonnet"), unless a path or a training word follows
     if re.search(_ASSIGNED, src.text[left:start], re.IGNORECASE):
         return not re.search(_TRAINS_AFTER, src.text[end:_part_end(src, end, ",，;；")], re.IGNORECASE)
-    # no side or training word: "glm-4-plus via ZHIPU_API_KEY" is called through an API, so it plays a side
     return bool(re.search(r"\b[A-Z][A-Z0-9_]*_API_KEY\b", src.text[left:right]) or key_next_to(src, end))
 
 
