@@ -42,8 +42,12 @@ MARKER = re.compile(rf"{_EN}|{_ZH}|{_IF}", re.IGNORECASE)
 TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the)\s|\banother\b|\bago\b|\bback\s+then\b|\bin\s+the\s+past\b|"
                       r"另一个项目|别的项目", re.IGNORECASE)
 # The writer comes back to this training
-NOW = re.compile(r"\bso\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
+NOW = re.compile(r"\b(?:so|but|except)\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
                  re.IGNORECASE)
+# A value the spec turns down ("not 8 GPUs", "don't use the 32 GPUs", "4 GPUs rather than 8", "不要 8 卡")
+NEGATED = re.compile(r"(?:\bnot\b|\bnever\b|\b(?:don'?t|do\s+not|doesn'?t|does\s+not|won'?t)\s+(?:use|take|need|want)\b|"
+                     r"\brather\s+than\b|\binstead\s+of\b|不要|不用|别用|而不是)[ \t]*(?:(?:the|all|those|these|use|用)[ \t]+)*"
+                     r"(?<![\w.])\d[\d.]*(?:e-?\d+)?(?:[ \t]*(?:[A-Za-z]+|张卡|张|卡|块|个|步|轮|人))?", re.IGNORECASE)
 _BLOCK_LINE = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*")  # an indented or list line of a block
 
 
@@ -76,9 +80,13 @@ def blank_background(text: str) -> tuple[str, list[str]]:
         chars[head:stop] = [c if c.isspace() else " " for c in chars[head:stop]]
         parts.append(part)
     quoted = "; ".join(repr(p if len(p) <= 80 else p[:77] + "...") for p in parts)
-    note = (f"Read as background (another, an earlier or a possible later training), not as settings of this one: {quoted}. "
-            "State a value as this training's to have it planned.")
-    return "".join(chars), [note] if parts else []
+    notes = [f"Read as background (another, an earlier or a possible later training), not as settings of this one: "
+             f"{quoted}. State a value as this training's to have it planned."] if parts else []
+    turned_down = [m for m in NEGATED.finditer("".join(chars))]
+    for m in turned_down:
+        chars[m.start():m.end()] = " " * (m.end() - m.start())
+    notes += [f"Read as turned down, never planned: {'; '.join(repr(m.group()) for m in turned_down)}."] if turned_down else []
+    return "".join(chars), notes
 
 
 _DECLINED = (r"(?:\bno\b|\bnot\b|\bwithout\b|\binstead\s+of\b|\brather\s+than\b|\bunlike\b|\bvs\.?|\bversus\b|"

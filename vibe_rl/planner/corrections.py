@@ -31,15 +31,15 @@ MARKERS = (r"\bactually\b[,，]?|\bno[,，]?\s+wait\b[,，:]?|\bwait\s*[,，:—
            r"不对[,，]?|哦不[,，]?|噢不[,，]?|算了[,，]?|应该是|修改为|重新设为|(?:但|不过)[^，,。；;\n]{0,8}?只(?:用|需要?|占|要)")
 _MARKER = re.compile(rf"{MARKERS}|(?P<instead>\binstead\b(?!\s+of))", re.IGNORECASE)
 _SEGMENT_END = re.compile(r"\n|[,，;。；!?！？]|\.(?=\s|$)")
-# "no wait, 32", "make it 1e-6", "改成 200", "只用 8 张": a number alone in its comma part (a card measure word after it)
+# "no wait, 32", "make it 1e-6", "改成 200", "改成 2 个吧": a number alone in its comma part (a measure word after it)
 _BARE = (rf"\A[\s,，:：]*(?:(?:to|it'?s|is|be|use|it|为|用|成)\s*)*(\d+(?:\.\d+)?(?:e[-+]?\d+)?|{CN_NUMBER}|{WORD_NUMBER})"
-         r"(?:\s*(?:张|块))?\s*(?=$|[,，;；.。!?！？\n])")
+         r"(?:\s*(?:张|块|个|名|位|人))?(?:\s*(?:吧|了|啦|呢))?\s*(?=$|[,，;；.。!?！？\n])")
 
 KINDS: dict[str, list[str]] = {row.field: row_patterns(row) for row in TRAINING}
 KINDS.update({
     "GPU count": [GPU],
     "players": [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局)", rf"(?:players?|玩家)\s*(?:[:：=]|为)?\s*{NUM}"],
-    "spies": [rf"{NUM}\s*(?:名|个|位)?\s*(?:spies\b|spy\b|卧底|undercover)"],
+    "spies": [rf"{NUM}\s*(?:名|个|位)?\s*(?:spies\b|spy\b|卧底|undercover)", rf"(?:spies|卧底)\s*(?:[:：=]|为)?\s*{NUM}"],
     "rounds": [rf"{NUM}\s*(?:rounds?\b|轮)"],
     "days": [rf"{NUM}\s*(?:days?\b|天)"],
     "port": [r"(?:ports?|端口)\s*(?:[:：=]|is)?\s*(\d{2,5})"],

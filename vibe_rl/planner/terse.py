@@ -170,6 +170,11 @@ _SERVERS_TIMES = re.compile(r"\b(\d+|two|both)[ \t]*(servers?|服务器)[ \t]*[x
                             re.IGNORECASE)
 # "- batch_size: 32" then "+ batch_size: 16": a diff's old line and its new one; the new value stands
 _DIFF = re.compile(r"^[ \t]*-[ \t]+([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]+(?=\1[ \t]*\2)", re.MULTILINE)
+# "lr: 1e-6 -> 3e-6", "batch 16 → 32": a value changed to another; the new one stands
+_ARROW = re.compile(r"(?<![\w.])[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>|⇒)[ \t]*(?=[-+]?\d)")
+# "[10:02] alice: ...", "10:02 bob: ...": a chat line's time and speaker say nothing about the training
+_CHAT_PREFIX = re.compile(r"^[ \t]*[\[(]?\d{1,2}:\d{2}(?::\d{2})?[\])]?[ \t]+[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*",
+                          re.MULTILINE)
 # "Batch — 16", "Detector — /m/q14b — 4 GPUs": a dash before a value is a key's colon, the next ones commas
 _DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
 # an issue template's "### Players" heading over a one-line value: "Players: 5"
@@ -195,6 +200,8 @@ def key_lines(text: str) -> tuple[str, list[str]]:
         return f"{m.group(1)}{key}: {m.group(3)}"
 
     for pattern, replace, what in ((_BOLD, r"\1", ""),  # emphasis says nothing: no note
+                                   (_CHAT_PREFIX, "", "chat line(s) without their time and speaker"),
+                                   (_ARROW, "", "change(s) 'old -> new' as the new value"),
                                    (_QA, answer, "question-and-answer line(s) as 'question: answer'"),
                                    (_CHAT_QA, answer, "question(s) answered on the next line as 'question: answer'"),
                                    (_ASIDE_KEY, r"\1", "aside(s) between a key and its colon as the key's"),

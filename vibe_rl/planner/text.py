@@ -23,7 +23,7 @@ _UNITS = "|".join(list(WORDS)[:9])  # one ... nine
 _WORD = (rf"(?:(?:a|one|{_UNITS})[ -]hundred(?:(?: and)? (?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?)?"
          rf"|(?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?|" + "|".join(sorted(WORDS, key=len, reverse=True)) + ")")
 WORD_NUMBER = rf"\b{_WORD}\b"
-CN_NUMBER = r"(?!万)[零一二两三四五六七八九十百千万]{1,7}"
+CN_NUMBER = r"(?!万)[零一二两三四五六七八九十百千万]{1,7}(?![般样直定些下起共点切旦边致])"  # not 一般, 一样, 一起, ...
 _DIGITS = r"(?<![.\d])(?<![\d.][eE]-)\d+"  # never the tail of "1e-6" or "2.5"
 NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
 
