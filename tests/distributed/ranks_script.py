@@ -107,3 +107,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    distributed.end_process()  # no interpreter finalization: see end_process

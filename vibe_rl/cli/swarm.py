@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
         role = ranks.start_ranks(nproc_per_node, nnodes, node_rank, master_addr, master_port,
                                  cpu=ranks.forces_cpu(list(set_), config))
         if role == ranks.WORKER_DONE:
-            return
+            distributed.end_process()
         from vibe_rl.swarm.server.app import serve
 
         if base is not None:  # print the override notes up front, not only when a client syncs
@@ -107,6 +107,8 @@ def register(app: typer.Typer) -> None:
             serve(cfg)
         finally:
             ranks.finish(role)
+        if role == ranks.DRIVER:
+            distributed.end_process()
 
     @swarm.command()
     def overwatch(
