@@ -21,13 +21,13 @@ SIDES: dict[str, str] = WORDS["sides"]
 SPY_WORDS, CIVILIAN_WORDS = SIDES["spies"], SIDES["civilians"]
 # "同一个人" / "每个人" (the same / every person) are not player counts
 PLAYERS = [rf"(?:^|(?<=\n))\s*(?:总人数|人数|玩家人数)\s*[:：=]\s*{NUM}", rf"(?<![同每哪某这那任])(?!一个人){NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|ppl\b|people\b|人局|-player|人参与|个人)", rf"(?:共|一共|总共)\s*{NUM}\s*(?:人|名)",
-           rf"(?:玩家|players?)\s*(?:数|人数|总数|数量|count|number)?\s*(?:[:：=]|设成|设为|设置为|改成|改为|为|有|is|are)?\s*{NUM}\s*(?:人|名)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
+           rf"(?:玩家|players?)\s*(?:数|人数|总数|数量|count|number)?\s*(?:[:：=]|设成|设为|设置为|改成|改为|为|有|is|are)?\s*{NUM}\s*(?:人|名)?(?![ \t]*(?:轮|rounds?|gpus?|卡))"]
 SPIES = [rf"{NUM}\s*(?:名|个|位|人)?\s*(?:是)?\s*(?:卧底|间谍|spies\b|spy\b|undercover)",
          rf"(?:spies|卧底)\s*[(（]\s*{NUM}\s*(?:of them|人|个|名)?\s*[)）]",  # "the spies (2 of them)"
          rf"{NUM}\s*(?:of them\s+|of whom\s+)?(?:are|is|play|plays|being|(?:should|will|must)\s+be)\s+(?:the\s+|a\s+)?(?:spies|spy|undercover)",
          rf"(?:of which|of whom|among them|其中)\s*{NUM}\s*(?:名|个|位|人)?\s*(?:are\s+|is\s+|是)?(?:the\s+)?"
          rf"(?:spies|spy|undercover|卧底)",
-         rf"(?:(?<!谁是)卧底|spies|spy(?=\s+(?:count|number)))\s*(?:数|人数|数量|count|number)?\s*(?:有|为|is|[:：=])?\s*{NUM}\s*(?:名|个|人)?(?!\s*(?:轮|rounds?|gpus?|卡))"]
+         rf"(?:(?<!谁是)卧底|spies|spy(?=\s+(?:count|number)))\s*(?:数|人数|数量|count|number)?\s*(?:有|为|is|[:：=])?\s*{NUM}\s*(?:名|个|人)?(?![ \t]*(?:轮|rounds?|gpus?|卡))"]
 CIVILIANS = [rf"{NUM}\s*(?:名|个|位)?\s*(?:{CIVILIAN_WORDS})\b"]
 OTHER = {"spies": "civilians", "civilians": "spies"}
 
