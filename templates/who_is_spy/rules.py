@@ -122,9 +122,8 @@ def opponent(facts: Facts, notes: list[str], trains: str | None = None) -> tuple
              for p, model in facts.static_models]
     if sides:
         side, model = next((s for s in reversed(sides) if s[0] == "spies"), sides[0])
-        clauses = [facts.text[a:b] for a, b in facts.src.clauses()]
         said = any(re.search(SIDES[OTHER[side]], c, re.I) and re.search(rf"{WORDS['train']}|learn|/\w", c, re.I)
-                   for c in clauses)
+                   for c in (facts.text[a:b] for a, b in facts.src.clauses()))
         if not trained and not said:  # the side is read from where the model is named alone: say so
             notes.append(f"No team is said to train: the {OTHER[side]} train, as {model.name} is named for the "
                          f"{side}. If that is wrong, say which team trains ('train the {side}').")
