@@ -1,10 +1,9 @@
 """Offline planner rules of the multi_model_translation family (loaded by file path; `build(facts, manifest)`).
 
 Agents go to servers line by line: a line naming "Agent N" and "server M" (or a model path, a port) puts agent
-N on server M. Per-server model paths, ports and GPU counts come from the shared server facts
-(vibe_rl.planner.servers). Defaults follow the seed, each noted: agents 1 and 3 on server 1, agent 2 on
-server 2, server N on port 10085 + N (10086, 10087, ...). The vocabulary (agents, role words, reward terms,
-other languages and text domains) is words.yaml (`WORDS`)."""
+N on server M; per-server model paths, ports and GPU counts are the shared server facts (planner.servers).
+Defaults follow the seed, each noted: agents 1 and 3 on server 1, agent 2 on server 2, server N on port
+10085 + N. The vocabulary (agents, role words, reward terms, other languages, domains) is words.yaml."""
 
 from __future__ import annotations
 
@@ -37,9 +36,8 @@ def agent_servers(facts: Facts) -> dict[int, int]:
 
 
 def role_paths(facts: Facts) -> dict[int, Found]:
-    """Model paths said of agents by their role, not their number ("the detector gets /m/3b, the translators
-    share /m/7b", "初译和终译用 /m/7b，专有名词检测用 /m/1.5b"): agent -> path, read from the words between the
-    previous path (or the clause start) and each path (the role words: words.yaml's `roles`)."""
+    """Model paths said of agents by role ("the detector gets /m/3b, the translators share /m/7b"): agent ->
+    path, read from the words between the previous path (or the clause start) and each (WORDS["roles"])."""
     out: dict[int, Found] = {}
     for path in facts.model_paths:
         start = max([facts.src.clause_of(path.start)[0]] + [p.end for p in facts.model_paths if p.end <= path.start])
@@ -50,9 +48,8 @@ def role_paths(facts: Facts) -> dict[int, Found]:
 
 
 def judge(facts: Facts, game: dict, notes: list[str]) -> None:
-    """The LLM judge's env var prefix: JUDGE in 'JUDGE_MODEL, JUDGE_BASE_URL, JUDGE_API_KEY'. A model the spec
-    names to judge ("reward = BLEU-like score from a judge gpt-4o", "评委模型 gpt-4o", "judge = deepseek-chat") is
-    what the graders ask: the note says which env vars to set for it (the graders read them when they start)."""
+    """The LLM judge's env var prefix (JUDGE in JUDGE_MODEL, JUDGE_BASE_URL, JUDGE_API_KEY). A model the spec
+    names to judge ("评委模型 gpt-4o", "judge = deepseek-chat") gets a note on the env vars to set for it."""
     envs = list(facts.src.finditer(WORDS["judge_env"]))
     prefixes = {m.group(1) for m in envs if m.group(1) not in ("OPENAI", "ANTHROPIC", "DASHSCOPE", "DEEPSEEK")}
     if len(prefixes) == 1:
@@ -106,7 +103,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     count = max(server_of.values()) + 1
     total, g = facts.use(facts.gpus.total), facts.gpus
     per_server = common.first_given(facts.use(g.per_server), facts.use(g.mode_per_server.get("agent_roll")))
-    servers, teams, trains, graders, loose_ports, own = [], [], [], {}, list(facts.ports), dict(facts.servers)
+    servers, teams, trains, graders, loose, own = [], [], [], {}, list(facts.ports), dict(facts.servers)
     if path_of and own and all(s.implicit for s in own.values()):  # servers numbered by path order: follow the roles
         by_path = {s.path.value: s for s in own.values() if s.path}
         own = {i: by_path[p.value] for i, p in path_of.items() if p.value in by_path} or own
@@ -119,12 +116,10 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
         elif path is None:
             path = servers[0].model_path
             notes.append(f"No base model path for {name}: using {path!r}.")
-        port = facts.use(s.port if s and s.port else (loose_ports.pop(0) if loose_ports else None))
-        if port is None:
+        if (port := facts.use(s.port if s and s.port else (loose.pop(0) if loose else None))) is None:
             port = 10086 + i
             notes.append(f"No port for {name}: using {port}.")
-        gpus = common.first_given(facts.use(s.gpus if s else None), per_server)
-        if gpus is None:
+        if (gpus := common.first_given(facts.use(s.gpus if s else None), per_server)) is None:
             gpus = 0 if total == 0 else max((total or count) // count, 1)
             notes.append(f"No GPU count for {name}: using {gpus}" + (f" (the {total} in total split evenly)."
                                                                       if total else "."))

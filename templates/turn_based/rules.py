@@ -32,9 +32,8 @@ CJK = re.compile(WORDS["cjk"])
 
 def title_of(text: str) -> str:
     """The game's name: a quoted or capitalised name after 'for'/'play'/'玩', else one the spec opens with (a
-    leading number belongs to it: '20 Questions'; it ends before 'for', 'between', 'vs', ...), else a lowercase
-    one after 'to play', else the family default (a name in Chinese characters is not used: code and prompts
-    are English)."""
+    leading number belongs to it: '20 Questions'; it ends before 'for', 'vs', ...), else a lowercase one after
+    'to play', else the family default (not a name in Chinese characters: code and prompts are English)."""
     title = WORDS["title"]
     lead, played = re.search(title["opening"], text), re.search(title["to_play"], text)
     m = re.search(title["named"], text) or re.search(title["played_zh"], text) or re.search(title["bracketed"], text) \
@@ -45,9 +44,8 @@ def title_of(text: str) -> str:
 
 
 def players(facts: Facts, notes: list[str]) -> Found | None:
-    """The player count: 'N players', 'N agents / seats / debaters', heads-up (2), else 2 for a game played by two
-    by definition (tic-tac-toe, connect four, chess, 五子棋, ...); a single-player game is planned
-    with 2 seats and noted (the skeleton seats one learner and at least one opponent)."""
+    """The player count: 'N players' / 'N agents, seats, debaters', heads-up (2), else 2 for a two-player game
+    (chess, 五子棋, ...); a single-player game gets 2 seats, noted (the skeleton seats learner and opponent)."""
     found = facts.find(PLAYERS, rf"{NUM}\s*(?:{WORDS['seats']})\b", rf"(?<![\w.])(?:{WORDS['player_keys']})\s*[:：=]\s*{NUM}")
     if found is None and (heads := facts.src.search(WORDS["heads_up"], mark=False)):
         found = Found(2, *heads.span())
@@ -64,8 +62,7 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
 
 def learner_seat(facts: Facts) -> Found | None:
     """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
-    m = facts.src.search(SEAT, mark=False) or facts.src.search(WORDS["own_side"], mark=False)
-    if m:
+    if m := facts.src.search(SEAT, mark=False) or facts.src.search(WORDS["own_side"], mark=False):
         said = next(g for g in m.groups() if g)
         return Found(int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1, *m.span())
     if (player := facts.src.search(PLAYER_NUMBER, mark=False)) is None:

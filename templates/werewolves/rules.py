@@ -80,7 +80,7 @@ def _seats(roles: dict[str, int]) -> str:
 
 
 def _counts_in(text: str) -> dict[str, list[tuple[int, re.Match]]]:
-    """Role -> (count, match) for every count and every "no <role>" the text states."""
+    """Role -> (count, match) for each count ("kill one villager" is none) and "no <role>" the text states."""
     found: dict[str, list[tuple[int, re.Match]]] = {role: [] for role in ROLES}
     for role, pattern in COUNT_WORDS.items():
         for form in (rf"{NUM}(?:[ \t]*[x×])?{_SEAT}(?:{pattern})", rf"(?:{pattern})[ \t]*(?:[:：=×xX*][ \t]*{NUM}"
@@ -132,17 +132,13 @@ def gods_seats(facts: Facts, text: str, given: dict[str, int], notes: list[str])
 
 
 def role_table(facts: Facts, notes: list[str], manifest: Manifest) -> dict[str, int]:
-    """The seats the spec asks for, read from per-role counts and a total player count. A role count is a
-    number before the role ("3 werewolves", "4狼", "两个狼人", "one witch") or after it ("werewolves: 4",
-    "平民 4 名"); "no hunter" / "without a witch" / "没有猎人" / "不要女巫" seat 0; a seer, witch or hunter
-    named without a number on a line that counts roles ("4狼、预言家、女巫、猎人、4平民", "2 werewolves, a
-    seer, 3 villagers") seats 1. A number right after a game action ("kill one villager") and a player count
-    below 3 ("投票放逐一名玩家") are rule wording, not the table. Roles not named keep the standard count (1
-    seer, 1 witch, 1 hunter); with a total ("12 players", "12人局") and no werewolf count, a third of the
-    table are werewolves; villagers fill the remainder unless their count is given, and then the counts must
-    add up to the total (when the named roles alone fill it, "8 players: 2 wolves, seer, witch, 4 villagers",
-    unnamed gods get no seat). Every number read is marked; a role given two different counts, a contradiction
-    or an unplayable table is a PlannerError that names the fix."""
+    """The seats the spec asks for, from per-role counts (`_counts_in`; "no hunter" / "不要女巫" seat 0) and a
+    total player count (below 3, "投票放逐一名玩家", it is rule wording). A seer, witch or hunter named without a
+    number on a line that counts roles ("4狼、预言家、女巫、猎人、4平民") seats 1. Roles not named keep the
+    standard count; with a total ("12人局") and no werewolf count a third of the table are werewolves;
+    villagers fill the rest unless counted, and then the counts must add up to the total (when the named roles
+    alone fill it, unnamed gods get no seat). Every number read is marked; a role given two counts, a
+    contradiction or an unplayable table is a PlannerError that names the fix."""
     standard: dict[str, int] = dict(manifest.parameters["roles"].default)
     text = without_game_name(facts.text)
     found = _counts_in(text)
@@ -223,12 +219,11 @@ SIDE_WORDS = (("copy", WORDS["copy"]), ("static", WORDS["static"]), ("trainable"
 
 def _segment(segment: str, seats: dict[str, int], names: list[str]) -> tuple[list[str], str | None]:
     """(the roles a comma part names, what it says they do: 'static', 'copy' (the frozen local copy),
-    'trainable' or None). The roles: each role word, and each seated role of a side (or of the whole table:
-    "everyone", "所有角色") it names as a whole; with a negation only seated roles. A part that states the
-    seat table (a player count or two role counts: "8 人局（2 狼、预言家", "12 players: 4 wolves") only
-    describes the game: None ("狼人杀训练：8 人局（2 狼、预言家、女巫、4 平民" trains nobody by itself). Else
-    a static model's name or a static word decides first ('opponent' / 'frozen copy' / '冻结副本' without a
-    model name is the copy); a local path with 'uses' / '用' trains ("everyone else uses /models/q7b")."""
+    'trainable' or None). The roles: each role word and each seated role of a side (or of the whole table:
+    "everyone", "所有角色") it names; with a negation only seated roles. A part that states the seat table (a
+    player count or two role counts: "12 players: 4 wolves") only describes the game: None. Else a static
+    model's name or a static word decides first ('opponent' / '冻结副本' without a model name is the copy); a
+    local path with 'uses' / '用' trains ("everyone else uses /models/q7b")."""
     roles = set(roles_in(segment)) | {r for words, side in SIDES if re.search(words, segment, re.IGNORECASE)
                                       for r in side if seats.get(r)}
     negated = re.search(NEGATION, segment, re.IGNORECASE)
@@ -245,12 +240,11 @@ def _segment(segment: str, seats: dict[str, int], names: list[str]) -> tuple[lis
 def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[list[str], list[str], list[str],
                                                                                 dict[str, str]]:
     """(trainable roles, static roles, the static roles that play the frozen local copy, static role -> the
-    static model its part names) in seat-table order, read per comma part of each line (`_segment`: what a
-    part's words do); roles named in a part without a side take the next part's ("the hunter, the witch and
-    the villagers are played by ..."). A role said to have no seat ("不要猎人", "no hunter") gets no side;
-    "everyone else" / "the rest" / "其余" / "其他" in a part takes the seated roles no other part gives a
-    side. With no side stated the werewolves and the seer train (noted), less a role the table seats none of;
-    a trainable role without a seat is a PlannerError."""
+    static model its part names) in seat-table order, read per comma part of each line (`_segment`); roles
+    named in a part without a side take the next part's ("the hunter and the witch are played by ..."). A
+    role said to have no seat ("no hunter") gets no side; "the rest" / "其余" takes the seated roles no other
+    part gives a side. With no side stated the werewolves and the seer train (noted), less a role the table
+    seats none of; a trainable role without a seat is a PlannerError."""
     sides: dict[str, set[str]] = {"trainable": set(), "static": set(), "copy": set()}
     rest, rest_model, names = None, None, [m.name.lower() for _, m in facts.static_models]
     model_of: dict[str, str] = {}
@@ -298,10 +292,9 @@ def split_roles(facts: Facts, notes: list[str], seats: dict[str, int]) -> tuple[
 
 def teams_for(trainable: list[str], static: list[str], static_name: str, copy: list[str],
               model_of: dict[str, str]) -> list[Team]:
-    """One team per side of the trainable roles (own episode and reward; the village's is "seer" when only the
-    seer trains), then per side and model of the static roles (a taken name gets "_static", "_opponent", then a
-    number): the roles in `copy` play the frozen local copy ('opponent'), a role in `model_of` that model, the
-    others `static_name`."""
+    """One team per side of the trainable roles (own episode and reward; "seer" when only the seer trains),
+    then per side and model of the static roles (a taken name gets "_static", "_opponent", then a number):
+    `copy` plays the frozen local copy, a role in `model_of` that model, the others `static_name`."""
     copied = [r for r in static if r in copy or static_name == COPY]
     teams: list[Team] = []
     played = {r: model_of.get(r, static_name) for r in static if r not in copied}

@@ -57,26 +57,20 @@ def counts(facts: Facts, notes: list[str], manifest: Manifest) -> dict:
     for name, found, what in (("num_players", players, "player count"), ("num_spies", spies, "spy count"),
                               ("max_rounds", None, "round limit"), ("num_tasks", None, "mock dataset size")):
         common.game_parameter(facts, game, name, found, notes, manifest, what)
-    shaped(facts, game, notes)
+    said = facts.src.search(rf"(?:(?P<no>{WORDS['shaped_no']})\s*)?(?:{WORDS['shaped']})"
+                            rf"(?:\s*(?:[:：=]|is|to)?\s*(?P<value>{WORDS['switch']})\b)?")
+    if said:  # shaped_reward: "shaped reward on", "dense reward", "reward shaping: off", "稠密奖励", "不要奖励塑形"
+        off = said.group("no") or (said.group("value") or "").lower() in ("off", "false", "no", "disabled", "关闭")
+        game["shaped_reward"] = not off
+        if game["shaped_reward"]:
+            notes.append("Shaped reward on: win/loss plus dense credit (civilians: legal ballots and ballots on a "
+                         "spy, weighted by hit_credit; spies: rounds survived).")
     game = manifest.resolve_parameters(game)
     if 2 * game["num_spies"] >= game["num_players"]:
         raise PlannerError(f"{game['num_spies']} spies among {game['num_players']} players: the spies must stay "
                            "fewer than the civilians, or they win before the first vote. Ask for more players or "
                            "fewer spies.")
     return game
-
-
-def shaped(facts: Facts, game: dict, notes: list[str]) -> None:
-    """shaped_reward from "shaped reward on", "dense reward", "reward shaping: off", "稠密奖励", "不要奖励塑形";
-    the family's default (off) with nothing said."""
-    said = facts.src.search(rf"(?:(?P<no>{WORDS['shaped_no']})\s*)?(?:{WORDS['shaped']})"
-                            rf"(?:\s*(?:[:：=]|is|to)?\s*(?P<value>{WORDS['switch']})\b)?")
-    if said:
-        off = said.group("no") or (said.group("value") or "").lower() in ("off", "false", "no", "disabled", "关闭")
-        game["shaped_reward"] = not off
-        if game["shaped_reward"]:
-            notes.append("Shaped reward on: win/loss plus dense credit (civilians: legal ballots and ballots on a "
-                         "spy, weighted by hit_credit; spies: rounds survived).")
 
 
 def trained_side(text: str) -> str | None:
@@ -89,9 +83,8 @@ def trained_side(text: str) -> str | None:
 
 
 def both_trained(text: str) -> bool:
-    """Whether the spec says both teams train ("both sides train", "train both teams", "卧底和平民都要训练",
-    "spies and civilians are both trained", "双方都训练"): that asks for agent_roll_adv, which `vibe-rl run` then
-    starts (agent_roll trains one side only)."""
+    """Whether the spec says both teams train ("both sides train", "卧底和平民都要训练", "双方都训练"): that
+    asks for agent_roll_adv, which `vibe-rl run` then starts (agent_roll trains one side only)."""
     text = re.sub(r"(?<![\w.])\.{0,2}/[\w./-]+", "/path", text)  # "都用 /models/q1.5b 训练": a path is one word
     teams, train = WORDS["both_teams"], WORDS["training"]
     both = "|".join([teams] + [rf"(?:{a})\s*(?:and|和|与|跟)\s*(?:the\s+)?(?:{b})" for a, b in (
@@ -102,19 +95,15 @@ def both_trained(text: str) -> bool:
 
 
 def path_sides(facts: Facts, notes: list[str]) -> str | None:
-    """Servers numbered by path order alone ("the spies train /models/a on port 9001, the civilians train
-    /models/b on port 9002") follow the role each path is for, as agent_roll_adv seats them: the civilians'
-    path (with its port and GPUs) is server1's, the spies' server2's. The team named last before a path in its
-    comma part (else the first one after it) is the one it is for. Returns the side server1's path is for, or
-    None when the servers are numbered in the spec or the paths do not name one side each."""
+    """Servers numbered by path order alone ("the spies train /models/a, the civilians /models/b") follow the
+    side each path is for (the team named last before it in its comma part, else the first after it), as
+    agent_roll_adv seats them: the civilians' path, port and GPUs are server1's. Returns "civilians", or None
+    when the spec numbers the servers or the paths do not name one side each."""
     srv = facts.servers
     if not (set(srv) == {0, 1} and all(s.implicit and s.path for s in srv.values())):
         return None
-    sides = []
-    for path in (srv[0].path, srv[1].path):
-        a, b = _segment(facts, path)
-        sides.append(_side_of(facts.text[max(a, path.start - 60):path.start])
-                     or _side_of(facts.text[path.end:b], first=True))
+    sides = [_side_of(facts.text[max(a, p.start - 60):p.start]) or _side_of(facts.text[p.end:b], first=True)
+             for p in (srv[0].path, srv[1].path) for a, b in [_segment(facts, p)]]
     if set(sides) != set(SIDES):
         return None
     if sides[0] == "spies":
@@ -133,9 +122,8 @@ def opponent(facts: Facts, notes: list[str], trains: str | None = None) -> tuple
              for p, model in facts.static_models]
     if sides:
         side, model = next((s for s in reversed(sides) if s[0] == "spies"), sides[0])
-        clauses = [facts.text[a:b] for a, b in facts.src.clauses()]
         said = any(re.search(SIDES[OTHER[side]], c, re.I) and re.search(rf"{WORDS['train']}|learn|/\w", c, re.I)
-                   for c in clauses)
+                   for c in (facts.text[a:b] for a, b in facts.src.clauses()))
         if not trained and not said:  # the side is read from where the model is named alone: say so
             notes.append(f"No team is said to train: the {OTHER[side]} train, as {model.name} is named for the "
                          f"{side}. If that is wrong, say which team trains ('train the {side}').")
@@ -166,10 +154,9 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
 
 
 def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
-    """(agent_roll GPUs, agent_roll_adv GPUs of server1 and server2, total, whether agent_roll_adv's counts are
-    the planner's fill rather than the spec's). A count said of one server ("server 2 uses 2 GPUs") holds in
-    every mode; a mode's count wins over it for that mode. 0 is a count (CPU), not a missing one. With no
-    total, agent_roll_adv's ("adversarial: 8 GPUs") is the node's."""
+    """(agent_roll GPUs, agent_roll_adv GPUs of server1 and server2, total, whether the latter are filled in).
+    A count said of one server ("server 2 uses 2 GPUs") holds in every mode unless the mode has its own; 0 is
+    a count (CPU). With no total, agent_roll_adv's ("adversarial: 8 GPUs") is the node's."""
     g, srv = facts.gpus, facts.servers
     total, per_server = facts.use(g.total), facts.use(g.per_server)
     own = [facts.use(srv[i].gpus) if i in srv else None for i in (0, 1)]
@@ -192,15 +179,6 @@ def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
     return roll, adv, total, filled
 
 
-def ports(facts: Facts, notes: list[str]) -> list[int]:
-    loose, own = list(facts.ports), [facts.servers.get(i) for i in (0, 1)]
-    out = [facts.use(s.port if s and s.port else (loose.pop(0) if loose else None)) or 10086 + i
-           for i, s in enumerate(own)]
-    if not (facts.ports or any(s.port for s in facts.servers.values())):
-        notes.append("No ports given: server1 on 10086, server2 on 10087.")
-    return out
-
-
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     notes: list[str] = list(facts.notes)
     game = counts(facts, notes, manifest)
@@ -208,7 +186,11 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     learners = OTHER[static_side]
     path1, path2 = server_paths(facts, notes)
     roll_gpus, adv_gpus, total, filled = gpus(facts, notes)
-    port1, port2 = ports(facts, notes)
+    loose, own = list(facts.ports), [facts.servers.get(i) for i in (0, 1)]
+    port1, port2 = [facts.use(s.port if s and s.port else (loose.pop(0) if loose else None)) or 10086 + i
+                    for i, s in enumerate(own)]
+    if not (facts.ports or any(s.port for s in facts.servers.values())):
+        notes.append("No ports given: server1 on 10086, server2 on 10087.")
     both = both_trained(facts.text)
     modes = common.planned_modes(facts, [
         Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
@@ -224,8 +206,14 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                      "Give 2 or more GPUs to plan it too.")
     names = {m.name for m in modes}
     statics = [static_model] if "agent_roll" in names else []
-    for model in statics:
-        common.static_note(facts, model, notes)
+    adv = "against each other on two servers (agent_roll_adv)."
+    model = {"civilians": "server1", "spies": "server2"}
+    what = f"Train both teams of Who is Spy ({path1}) {adv}"
+    if statics:
+        common.static_note(facts, static_model, notes)
+        model = {learners: "server1", static_side: static_model.name}
+        what = f"Train the {learners} of Who is Spy ({path1}) against {static_model.name} (agent_roll)" + (
+            f", and both teams {adv}" if "agent_roll_adv" in names else ".")
     gpus1 = roll_gpus if statics else adv_gpus[0]
     servers = [Server(name="server1", port=port1, model_path=path1, gpus=gpus1,
                       config="config.yaml", url_env="VIBE_RL_SWARM_URL", static_models=[m.name for m in statics])]
@@ -234,13 +222,6 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
                               config="config_server2.yaml", url_env="VIBE_RL_SWARM_URL_2"))
     elif path2 != path1:
         notes.append(f"A second model path ({path2}) is given but agent_roll_adv is not planned: it is unused.")
-    adv = "against each other on two servers (agent_roll_adv)."
-    model = {"civilians": "server1", "spies": "server2"}
-    what = f"Train both teams of Who is Spy ({path1}) {adv}"
-    if statics:
-        model = {learners: "server1", static_side: static_model.name}
-        what = f"Train the {learners} of Who is Spy ({path1}) against {static_model.name} (agent_roll)" + (
-            f", and both teams {adv}" if len(servers) > 1 else ".")
     return TaskSpec(
         family=manifest.name, name=manifest.name, short_name=common.short_name(facts, manifest, notes),
         title="Who is Spy: GRPO self-play", description=what, gpus=total, game=game, servers=servers,

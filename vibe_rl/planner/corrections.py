@@ -1,16 +1,14 @@
-"""Corrections inside a spec ("100 steps. Actually use 200 steps", "后来改成 200 步", "make that 8 GPUs", "no wait,
-batch 32"): the later value wins. The text is rewritten before any rule reads it: the earlier value is replaced
-by the corrected one wherever it stood (so its context, e.g. "server 2 uses 4 GPUs", still applies) and the
-correction's own value phrase is removed. Each rewrite is said in a note naming the value it replaced.
+"""Corrections inside a spec ("100 steps. Actually use 200 steps", "后来改成 200 步", "make that 8 GPUs"): the
+later value wins. Before any rule reads the text, the earlier value is replaced by the corrected one wherever
+it stood (its context, e.g. "server 2 uses 4 GPUs", still applies) and the correction's own value phrase is
+removed; a note names each value replaced.
 
-A correction starts at a marker ("actually", "no wait", "make that", "make the batch size 16", "bump the lr to
-3e-6", "but this job should only take 8", "改成", "降到", "不对", "但这次只用", ...) and runs to the end of its
-sentence; "<value> instead" corrects with the comma part before "instead". A value in it replaces the latest
-earlier value of the same kind (the same field, GPU count, player count, port, path or model name; the same
-scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest value of
-the kind a field word right before the marker names ("batch 改为 16"), else the value said just before the
-marker on the same line. A value with no earlier one of its kind is left alone: it is new, not a fix.
-"""
+A correction runs from a marker ("actually", "no wait", "make that", "bump the lr to 3e-6", "改成", "不对", ...)
+to the end of its sentence; "<value> instead" corrects with the comma part before "instead". A value in it
+replaces the latest earlier value of its kind (field, GPU count, player count, port, path or model name; the
+same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest
+value of the kind a field word right before the marker names ("batch 改为 16"), else the value just before the
+marker on the same line. A value with no earlier one of its kind is new, not a fix: it is left alone."""
 
 from __future__ import annotations
 
@@ -35,9 +33,8 @@ _SEGMENT_END = re.compile(r"\n|[,，;。；!?！？]|\.(?=\s|$)")
 _BARE = (rf"\A[\s,，:：]*(?:(?:to|it'?s|is|be|use|it|为|用|成)\s*)*(\d+(?:\.\d+)?(?:e[-+]?\d+)?|{CN_NUMBER}|{WORD_NUMBER})"
          r"(?:\s*(?:张|块|个|名|位|人))?(?:\s*(?:吧|了|啦|呢))?\s*(?=$|[,，;；.。!?！？\n])")
 
-KINDS: dict[str, list[str]] = {row.field: row_patterns(row) for row in TRAINING}
-KINDS.update({
-    "GPU count": [GPU],
+KINDS: dict[str, list[str]] = {
+    **{row.field: row_patterns(row) for row in TRAINING}, "GPU count": [GPU],
     "players": [rf"{NUM}\s*(?:名|个|位)?\s*(?:玩家|players?\b|人局)", rf"(?:players?|玩家)\s*(?:[:：=]|为)?\s*{NUM}"],
     "spies": [rf"{NUM}\s*(?:名|个|位)?\s*(?:spies\b|spy\b|卧底|undercover)", rf"(?:spies|卧底)\s*(?:[:：=]|为)?\s*{NUM}"],
     "rounds": [rf"{NUM}\s*(?:rounds?\b|轮)"],
@@ -45,7 +42,7 @@ KINDS.update({
     "port": [r"(?:ports?|端口)\s*(?:[:：=]|is)?\s*(\d{2,5})"],
     "model path": [r"(?<![\w.:/])((?:\.{1,2})?/(?:[\w.-]+/)+[\w.-]+)"],
     "model": [rf"({MODEL_NAME})"],
-})
+}
 
 
 # A value of one kind in the text: the whole phrase [start, end) and the value itself [vstart, vend)
@@ -88,8 +85,7 @@ def _edits(text: str, start: int, end: int, lead: tuple[int, int]) -> tuple[list
     comma part before the marker, whose field word names a bare number's kind ("batch 改为 16")."""
     fixes = [(old, new.text, new.start, new.end) for new in _values(text, start, end)
              if (old := _earlier(text, start, new.kind, _scope(text, new.start))) is not None]
-    bare = None if fixes else re.match(_BARE, text[start:end], re.IGNORECASE)
-    if bare:
+    if not fixes and (bare := re.match(_BARE, text[start:end], re.IGNORECASE)):
         said_before = f"{text[slice(*lead)]} {bare.group(1)}"  # "batch" + "16": the field word names the kind
         kind = next((v.kind for v in _values(said_before, 0, len(said_before)) if v.text == bare.group(1)), None)
         old = _earlier(text, lead[1] if kind else start, kind, "")
@@ -111,8 +107,7 @@ def apply_corrections(text: str) -> tuple[str, list[str]]:
     position = 0
     while (marker := _MARKER.search(text, position)) is not None:
         if marker.group("instead"):
-            start = max(text.rfind(c, 0, marker.start()) for c in ",，;；.\n") + 1
-            end = marker.start()
+            start, end = max(text.rfind(c, 0, marker.start()) for c in ",，;；.\n") + 1, marker.start()
         else:
             start = marker.end()
             end = next((m.start() for m in CLAUSE_END.finditer(text, start)), len(text))
