@@ -92,6 +92,9 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     if facts.src.search(WORDS["own_server"]) and not lines:
         server_of = {1: 0, 2: 1, 3: 2}
         notes.append("Each agent on its own server, as the spec asks: agent N on serverN.")
+    elif facts.src.search(WORDS["one_server"]) and not lines:
+        server_of = {1: 0, 2: 0, 3: 0}
+        notes.append("All three agents on server1, as the spec asks: one trained model plays every role.")
     elif len({p.start for p in by_role.values()}) > 1:  # two paths for two groups of agents
         first = by_role.get(1) or by_role[min(by_role)]
         server_of = {a: 0 if by_role.get(a, first) is first else 1 for a in AGENT_ROLES}
