@@ -147,10 +147,9 @@ def _rule(notes: list[str], field: str) -> str:
     if head == "wire":
         return "the role's team plays its default model (the family's wiring)"
     for pattern in (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf)):
-        if pattern:
-            said = [n for n in notes if re.search(pattern, n, re.IGNORECASE)]
-            if said:  # a note that names the default taken comes first
-                return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
+        said = [n for n in notes if pattern and re.search(pattern, n, re.IGNORECASE)]
+        if said:  # a note that names the default taken comes first
+            return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
     return "the family's default"
 
 
