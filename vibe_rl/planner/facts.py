@@ -7,15 +7,13 @@ place them (`Facts.use`), so an unplaced one shows up in `TaskSpec.unparsed`.
 
 A count ("6 players", "2 of whom are spies", "三个卧底", "max 20 turns"; `Facts.find`): every match of its
 patterns is a reading, in pattern order, then text order; matches that overlap an earlier one are dropped.
-- One number, one fact: a number that an earlier count already read is not read again by a later one
-  ("谁是卧底：十个玩家" - the players' 十 is not also a spy count because "卧底：十个" matches a spy pattern).
-- Restating the same value is fine: every place is marked as understood ("8 players, 2 of whom are spies. The
-  two spies share a model").
-- Two different values are a PlannerError that quotes both readings ("2 of whom are spies" says 2, "the three
-  spies" says 3); a correction ("actually 3 spies", "改成 3 个卧底") is applied before (vibe_rl.planner.corrections).
-- A reading in rule prose ("until 2 players remain", "the last 2 players", "if the spy survives 3 rounds",
-  "前 2 轮") is qualified: it never contradicts the count, is used only when there is no other reading, and is
-  otherwise left unmarked, so it is listed in `unparsed`.
+- One number, one fact: a number an earlier count read is not read again by a later one ("谁是卧底：十个玩家":
+  the players' 十 is no spy count, though "卧底：十个" matches a spy pattern).
+- Restating the same value is fine: every place is marked ("8 players, 2 of whom are spies. The two spies").
+- Two different values are a PlannerError quoting both ("2 of whom are spies" says 2, "the three spies" says
+  3); a correction ("actually 3 spies", "改成 3 个卧底") is applied before (vibe_rl.planner.corrections).
+- A reading in rule prose ("until 2 players remain", "if the spy survives 3 rounds", "前 2 轮") is qualified:
+  it never contradicts the count and is used only when there is no other reading (else it stays `unparsed`).
 
 Rewritten phrasings (`rewrite_counts`): "2 of the 6 players are spies" / "1 out of 5 players is the spy" -> "6
 players, 2 of whom are spies", so each family's rules read both numbers; "two of them spies" -> "two of whom
@@ -265,9 +263,8 @@ def extract(text: str) -> Facts:
                            "grades with an LLM reads its judge from env vars (multi_model_translation: JUDGE_MODEL, "
                            "JUDGE_BASE_URL, JUDGE_API_KEY); in a game the rules decide the winner (edit them after "
                            "rendering to ask a judge).")
-    static_spans = [(pos, pos + len(m.name)) for pos, m in facts.static_models]
     size = next((m for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
-                 if not any(a <= m.start() < b for a, b in static_spans)), None)  # "Qwen3-32B" is the opponent's
+                 if not any(pos <= m.start() < pos + len(s.name) for pos, s in facts.static_models)), None)
     facts.model_size = size.group(1) if size else None
     for name in dict.fromkeys(m.group().rstrip(".") for m in src.finditer(MODEL_NAME)):
         if name.lower() not in statics and not facts.model_paths:

@@ -21,7 +21,6 @@ from vibe_rl.scaffold.families import Manifest, load_family
 from vibe_rl.schema.spec import TaskSpec
 
 REVIEW_FILE = "plan_review.json"
-SKIPPED_GAME = {"spec_text", "spec_quote"}
 # The words of a field: a number sets it only where one of them stands in the same part of a clause
 WORDS = {
     "gpus": r"gpus?|cards?|卡|显卡|[ahbv]\d{2,3}|l\d{1,2}s?|rtx|nodes?|\d+\s*[x×*]",
@@ -43,7 +42,7 @@ _TRAIN = r"train\w*|训练|可训练|learn\w*|共享|shared|server\s*\d|服务�
 
 def _rows_of(spec: TaskSpec) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = [("family", spec.family), ("gpus", spec.gpus)]
-    rows += [(f"game.{k}", v) for k, v in spec.game.items() if k not in SKIPPED_GAME]
+    rows += [(f"game.{k}", v) for k, v in spec.game.items() if k not in ("spec_text", "spec_quote")]
     rows += [(f"servers.{i}.{k}", getattr(s, k)) for i, s in enumerate(spec.servers)
              for k in ("model_path", "port", "gpus")]
     rows += [(f"static_models.{i}.name", m.name) for i, m in enumerate(spec.static_models)]

@@ -256,7 +256,7 @@ _WORD = re.compile(r"(?<![\w/.\-])[A-Za-z]{4,}(?![\w/\-]|\.\w)")
 
 
 def _edits(word: str) -> set[str]:
-    """The typos read as `word` (the module docstring's edits; lowercase letters only)."""
+    """The strings one edit (of the module docstring's) away from `word`, lowercase letters only."""
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
     swaps = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
     deletes = {a + b[1:] for a, b in splits if b} if len(word) >= 6 else set()
