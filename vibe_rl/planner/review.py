@@ -113,10 +113,9 @@ def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> 
 
 
 def _manifest(family: str) -> Manifest | None:
-    try:
+    with suppress(Exception):  # a family without a manifest: no keywords, roles named by their names
         return load_family(family)
-    except Exception:  # noqa: BLE001 - a family without a manifest: no keywords, roles named by their names
-        return None
+    return None
 
 
 def _family_span(text: str, family: str) -> str | None:
@@ -196,11 +195,10 @@ def save(rows: list[dict[str, Any]], project_dir: str | Path, planner: str, spec
 
 def load_spec(project_dir: str | Path) -> str:
     """The spec text kept in a project's plan_review.json ('' when there is none)."""
-    try:
+    with suppress(OSError, ValueError):
         data = json.loads((Path(project_dir) / REVIEW_FILE).read_text(encoding="utf-8"))
         return data.get("spec", "") if isinstance(data, dict) and isinstance(data.get("spec", ""), str) else ""
-    except (OSError, ValueError):
-        return ""
+    return ""
 
 
 _NOT_TRAINED = re.compile(r"\bnot\b|n't|\bnever\b|\bstatic\b|frozen|不训练|不要训练|静态|固定|冻结|played by",
@@ -246,9 +244,7 @@ def carry(rows: list[dict[str, Any]], old: dict[str, dict[str, Any]]) -> list[di
 def load(project_dir: str | Path) -> dict[str, dict[str, Any]]:
     """field -> row of a project's plan_review.json ({} when there is none)."""
     path = Path(project_dir) / REVIEW_FILE
-    if not path.is_file():
-        return {}
-    try:
-        return {r["field"]: r for r in json.loads(path.read_text(encoding="utf-8")).get("rows", [])}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return {}
+    if path.is_file():
+        with suppress(ValueError, KeyError, TypeError, AttributeError):
+            return {r["field"]: r for r in json.loads(path.read_text(encoding="utf-8")).get("rows", [])}
+    return {}

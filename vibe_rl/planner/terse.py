@@ -44,8 +44,7 @@ _COUNT_HEADER = re.compile(r"count|number|num|#|seats?|players?|数量|人数|�
 
 
 def tables(text: str) -> tuple[str, int]:
-    """Markdown (and ASCII-bordered) table rows as "key: value" lines; (text, rows rewritten). A role table's
-    count column ('count', '数量') gives each row's seats: "2 werewolf: /m/q7b" in a "roles:" block."""
+    """Markdown (and ASCII-bordered) table rows as "key: value" lines, as the module docstring says; (text, rows)."""
     lines, out, header, count = text.split("\n"), [], None, 0
     for line, after in zip(lines, [*lines[1:], ""], strict=True):
         if not _ROW.match(line):
@@ -150,14 +149,13 @@ def glued(text: str) -> tuple[str, list[str]]:
 
 # key_lines' patterns in the order it runs them (an example of each: the module docstring)
 _BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])")
-_CHAT_PREFIX = re.compile(r"^[ \t]*[\[(]?\d{1,2}:\d{2}(?::\d{2})?[\])]?[ \t]+[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*",
-                          re.MULTILINE)
+_SPEAKER = r"[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*"  # a chat line's "alice: "
+_CHAT_PREFIX = re.compile(rf"^[ \t]*[\[(]?\d{{1,2}}:\d{{2}}(?::\d{{2}})?[\])]?[ \t]+{_SPEAKER}", re.MULTILINE)
 _ARROW = re.compile(r"(?<![\w.])[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>|⇒)[ \t]*(?=[-+]?\d)")
 _QA = re.compile(r"^([ \t]*)(?:Q|问)[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)[ \t]*[:：.][ \t]*(\S.*)$",
                  re.MULTILINE)
-_SPEAKER = r"(?:[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*)?"
-_CHAT_QA = re.compile(rf"^([ \t]*){_SPEAKER}((?:how many|how much|number of|几个|几张|多少)[^?？\n:：]{{1,30}}?)[ \t]*[?？][ \t]*"
-                      rf"\n[ \t]*{_SPEAKER}(\d+(?:\.\d+)?(?:e-?\d+)?)(?=[ \t]*(?:[.,，。;；]|$))", re.MULTILINE | re.IGNORECASE)
+_CHAT_QA = re.compile(rf"^([ \t]*)(?:{_SPEAKER})?((?:how many|how much|number of|几个|几张|多少)[^?？\n:：]{{1,30}}?)"
+                      rf"[ \t]*[?？][ \t]*\n[ \t]*(?:{_SPEAKER})?(\d+(?:\.\d+)?(?:e-?\d+)?)(?=[ \t]*(?:[.,，。;；]|$))", re.M | re.I)
 _ASKED = r"^(?:how many|how much|which|what(?: is| are)?(?: the)?|number of|几个|几张|多少|哪个)\s*"
 _ASIDE_KEY = re.compile(r"^([ \t]*(?:[A-Za-z][\w -]{0,30}?\b)?(?:players?|spies|wolves|werewolves|villagers|civilians|size|"
                         r"batch|gpus?|cards|lr|rate|steps|tokens|samples|temperature|rounds|days|turns|port|path|model)"
