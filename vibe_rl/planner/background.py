@@ -4,15 +4,13 @@ the lr to 1e-7", "maybe later 16 GPUs"). They describe another training, so no r
 there never sets a field, a method there never refuses the spec, and a value there never contradicts this
 spec's. Each such part is blanked (spaces, so every other offset stays) before any rule runs, and said in a
 note. A part ends at the end of its sentence or where the writer comes back to now ("this time", "这次").
+A value the spec turns down ("not 8 GPUs", "4 GPUs rather than 8", "不要 8 卡") is blanked too, and noted.
 
-Also here: asks no vibe-rl project can hold (`check_supported`), refused before a family is planned, each
-error saying what was asked, why the plan cannot hold it and what to write instead:
-- images, video or audio as input (vision-language models such as Qwen2.5-VL, "multimodal", "图像");
-- a value model (actor-critic, PPO with GAE, "value head", "价值模型") and PPO named as the algorithm (a bare
-  "critic" is not refused: in a workflow it is an agent that reviews another's answer);
-- preference optimisation (DPO, KTO, ORPO, SimPO).
-A mention that declines the ask is not one ("GRPO, not PPO", "不用 PPO"), and neither is a PPO term that GRPO
-shares ("PPO-style clipping", "ppo_mini_batch_size").
+Also here: asks no vibe-rl project can hold (`check_supported`: images, video or audio as input, e.g.
+Qwen2.5-VL; a value model, e.g. actor-critic or PPO, though a bare "critic" is a workflow agent reviewing
+another's answer; preference optimisation: DPO, KTO, ORPO, SimPO), refused before a family is planned, each
+error saying what was asked, why the plan cannot hold it and what to write instead. A mention that declines
+the ask ("GRPO, not PPO", "不用 PPO") is not one, nor is a PPO term GRPO shares ("PPO-style clipping").
 """
 
 from __future__ import annotations
@@ -44,7 +42,6 @@ TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the)\s|\banother\b|\bago\b|\b
 # The writer comes back to this training
 NOW = re.compile(r"\b(?:so|but|except)\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
                  re.IGNORECASE)
-# A value the spec turns down ("not 8 GPUs", "don't use the 32 GPUs", "4 GPUs rather than 8", "不要 8 卡")
 NEGATED = re.compile(r"(?:\bnot\b|\bnever\b|\b(?:don'?t|do\s+not|doesn'?t|does\s+not|won'?t)\s+(?:use|take|need|want)\b|"
                      r"\brather\s+than\b|\binstead\s+of\b|不要|不用|别用|而不是)[ \t]*(?:(?:the|all|those|these|use|用)[ \t]+)*"
                      r"(?<![\w.])\d[\d.]*(?:e-?\d+)?(?:[ \t]*(?:[A-Za-z]+|张卡|张|卡|块|个|步|轮|人))?", re.IGNORECASE)
@@ -113,8 +110,7 @@ def check_supported(text: str) -> tuple[str, list[str]]:
     """PlannerError for the first ask of ASKS the spec makes (and does not decline); else (the text, no notes)."""
     for pattern, why in ASKS:
         for m in re.finditer(pattern, text, re.IGNORECASE):
-            line_start = text.rfind("\n", 0, m.start()) + 1
-            if re.search(_DECLINED, text[line_start:m.start()], re.IGNORECASE):
+            if re.search(_DECLINED, text[text.rfind("\n", 0, m.start()) + 1:m.start()], re.IGNORECASE):
                 continue
             said = text[slice(*part_around(text, m.start(), m.end(), "\n,，.。;；:：", "\n,，。;；"))].strip()
             raise PlannerError(f"The spec asks for {why.format(said=said[:100])}")

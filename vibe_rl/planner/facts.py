@@ -7,15 +7,13 @@ place them (`Facts.use`), so an unplaced one shows up in `TaskSpec.unparsed`.
 
 A count ("6 players", "2 of whom are spies", "三个卧底", "max 20 turns"; `Facts.find`): every match of its
 patterns is a reading, in pattern order, then text order; matches that overlap an earlier one are dropped.
-- One number, one fact: a number that an earlier count already read is not read again by a later one
-  ("谁是卧底：十个玩家" - the players' 十 is not also a spy count because "卧底：十个" matches a spy pattern).
-- Restating the same value is fine: every place is marked as understood ("8 players, 2 of whom are spies. The
-  two spies share a model").
-- Two different values are a PlannerError that quotes both readings ("2 of whom are spies" says 2, "the three
-  spies" says 3); a correction ("actually 3 spies", "改成 3 个卧底") is applied before (vibe_rl.planner.corrections).
-- A reading in rule prose ("until 2 players remain", "the last 2 players", "if the spy survives 3 rounds",
-  "前 2 轮") is qualified: it never contradicts the count, is used only when there is no other reading, and is
-  otherwise left unmarked, so it is listed in `unparsed`.
+- One number, one fact: a number an earlier count read is not read again by a later one ("谁是卧底：十个玩家":
+  the players' 十 is no spy count, though "卧底：十个" matches a spy pattern).
+- Restating the same value is fine: every place is marked ("8 players, 2 of whom are spies. The two spies").
+- Two different values are a PlannerError quoting both ("2 of whom are spies" says 2, "the three spies" says
+  3); a correction ("actually 3 spies", "改成 3 个卧底") is applied before (vibe_rl.planner.corrections).
+- A reading in rule prose ("until 2 players remain", "if the spy survives 3 rounds", "前 2 轮") is qualified:
+  it never contradicts the count and is used only when there is no other reading (else it stays `unparsed`).
 
 Rewritten phrasings (`rewrite_counts`): "2 of the 6 players are spies" / "1 out of 5 players is the spy" -> "6
 players, 2 of whom are spies", so each family's rules read both numbers; "two of them spies" -> "two of whom
@@ -78,17 +76,15 @@ class Facts:
 
     def find(self, *patterns: str) -> Found | None:
         """The count the patterns read (the module's rules), its restatements as `repeats`; not marked (pass
-        it to `use` once placed); the numbers read are added to `claimed`. Two different unqualified values
-        are a PlannerError naming both."""
+        it to `use` once placed); the numbers read are added to `claimed`."""
         src, claimed = self.src, self.claimed
         found: list[tuple[re.Match, int]] = []  # (match, value): one line, no overlap, a number not claimed
-        for pattern in patterns:
-            for m in src.finditer(pattern):
-                a, b = _number_span(m)
-                overlaps = any(o.start() < m.end() and m.start() < o.end() for o, _ in found)
-                if "\n" in m.group().strip() or overlaps or any(x <= a < y or a <= x < b for x, y in claimed):
-                    continue
-                found.append((m, to_int(src.text[a:b])))
+        for m in (m for pattern in patterns for m in src.finditer(pattern)):
+            a, b = _number_span(m)
+            overlaps = any(o.start() < m.end() and m.start() < o.end() for o, _ in found)
+            if "\n" in m.group().strip() or overlaps or any(x <= a < y or a <= x < b for x, y in claimed):
+                continue
+            found.append((m, to_int(src.text[a:b])))
         if not found:
             return None
         plain = [(m, v) for m, v in found if not _qualified(src.text, m)]
@@ -115,11 +111,9 @@ _QUALIFIED_BEFORE = re.compile(
 _QUALIFIED_AFTER = re.compile(r"^\s*(?:remain\w*|are left|left\b|standing|still alive|survive\w*|时|后|剩|以后|之后)",
                               re.IGNORECASE)
 _GROUP_NOUNS = r"players?|seats?|agents?|people|participants|persons"
-# "2 of the 6 players are spies", "1 out of 5 players is the spy" (the role word follows the verb)
 _OF_THE = re.compile(rf"\b{NUM}\s+(?:out\s+)?of\s+(?:the\s+|all\s+|all\s+the\s+)?{NUM}\s+({_GROUP_NOUNS})\s+"
                      r"(are|is|will be|play|plays)\b", re.IGNORECASE)
-_OF_THEM = re.compile(rf"\b{NUM}\s+of\s+them\s+(?=spies\b|spy\b|werewol|wolves\b|undercover\b)",
-                      re.IGNORECASE)
+_OF_THEM = re.compile(rf"\b{NUM}\s+of\s+them\s+(?=spies\b|spy\b|werewol|wolves\b|undercover\b)", re.I)
 _TWO_SEATS = re.compile(r"(?<![\d一二三四五六七八九十百])(?:两|二|双)\s*人\s*(?=对局|对战|对弈|博弈|游戏|比赛|局)")
 
 
@@ -132,8 +126,7 @@ def _qualified(text: str, m: re.Match) -> bool:
     return bool(_QUALIFIED_BEFORE.search(text[line_start:m.start()]) or _QUALIFIED_AFTER.match(text[m.end():]))
 
 
-# "，2 人，" / "谁是卧底 6 人 1 卧底" / "狼人杀 12 人 4狼": a bare "N 人" at the start of its part (or right after the
-# game's name) that ends the part or comes before a role count is the player count ("每队 3 人" is not: 队 precedes)
+# A bare "N 人" that starts its part (or follows the game's name: "狼人杀 12 人 4狼"), never "每队 3 人"
 _BARE_PEOPLE = re.compile(
     r"(?:^|(?<=[\n,，;；:：。(（])|(?<=谁是卧底)|(?<=狼人杀)|(?<=棋))(\s*)(\d+|[一二三四五六七八九十两]+)\s*人(?![\w局])"
     r"(?=\s*(?:$|[\n,，;；。)）]|\d+\s*(?:个|名)?\s*(?:卧底|狼|民|神|平民)|[一二三四五六七八九十两]+\s*(?:个|名)?\s*(?:卧底|狼)))",
@@ -155,7 +148,7 @@ def rewrite_counts(text: str) -> tuple[str, list[str]]:
                   flags=re.IGNORECASE)
     text, seats = _TWO_SEATS.subn("2 名玩家", text)
     notes += ["Read '两人' / '双人' (two-person game) as 2 players."] if seats else []
-    text, bare = _BARE_PEOPLE.subn(lambda m: f"{m.group(1)}{m.group(2)} 名玩家", text)
+    text, bare = _BARE_PEOPLE.subn(r"\1\2 名玩家", text)
     text, standard = re.subn(r"(\d+)\s*人\s*标准(局|场|板)", r"\1 名玩家标准\2", text)  # "9 人标准局"
     text, spoken = re.subn(r"(\d+)\s*个人(?=那种|的局)", r"\1 名玩家", text)  # "12个人那种"
     notes += ["Read a bare 'N 人' (alone in its part or before a role count, '6 人 1 卧底') as N players."] \
@@ -182,8 +175,7 @@ _BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|赢|输|\bwinners?|\bloser
 # A goal of the game, not a reward: "the first player to bank 30 points wins", "reach 100 points", "先到 30 分"
 _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
          r"(\d+(?:\.\d+)?)")
-# A draw's value (never a win's or a loss's; turn_based plans it as game.draw_reward): "draw 0", "a draw gives the
-# learner 0", "ties score 0.5", "draw counts as 0.2", "和棋 0", "平局 0", "平 0", "平局给 0.5 分"; "0 for a draw"
+# A draw's value (turn_based's game.draw_reward): "a draw gives the learner 0", "ties score 0.5", "平局给 0.5 分"
 DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*"
         r"(?:gives|=|:|：|is|are|scores?|gets|pays|counts\s+as|is\s+worth|->|→|为|得|给|算)?\s*"
         r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|(?!分)\w|%)"
@@ -207,8 +199,7 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
         clause = src.text[start:end]
         if not re.search(WIN_WORDS + "|" + LOSS_WORDS, clause, re.IGNORECASE):
             continue
-        # a reward word anywhere in the clause, or a valued form ("gets 1", "win: 1", "+1") in the segment itself:
-        # "谁先报到 30 谁赢" (first to 30 wins) is a rule, not a reward of 30
+        # a reward word in the clause, or a valued form ("gets 1", "+1") in the segment ("谁先报到 30 谁赢": a rule)
         said = re.search(r"reward|奖励|得分|分数|score|points?", clause, re.IGNORECASE)
         offset = start
         for segment in re.split(r"[,，;；、]|\band\b|而", clause):
@@ -272,9 +263,8 @@ def extract(text: str) -> Facts:
                            "grades with an LLM reads its judge from env vars (multi_model_translation: JUDGE_MODEL, "
                            "JUDGE_BASE_URL, JUDGE_API_KEY); in a game the rules decide the winner (edit them after "
                            "rendering to ask a judge).")
-    static_spans = [(pos, pos + len(m.name)) for pos, m in facts.static_models]
     size = next((m for m in re.finditer(r"(?<![\w.])(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", text)
-                 if not any(a <= m.start() < b for a, b in static_spans)), None)  # "Qwen3-32B" is the opponent's
+                 if not any(pos <= m.start() < pos + len(s.name) for pos, s in facts.static_models)), None)
     facts.model_size = size.group(1) if size else None
     for name in dict.fromkeys(m.group().rstrip(".") for m in src.finditer(MODEL_NAME)):
         if name.lower() not in statics and not facts.model_paths:

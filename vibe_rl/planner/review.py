@@ -21,7 +21,6 @@ from vibe_rl.scaffold.families import Manifest, load_family
 from vibe_rl.schema.spec import TaskSpec
 
 REVIEW_FILE = "plan_review.json"
-SKIPPED_GAME = {"spec_text", "spec_quote"}
 # The words of a field: a number sets it only where one of them stands in the same part of a clause
 WORDS = {
     "gpus": r"gpus?|cards?|卡|显卡|[ahbv]\d{2,3}|l\d{1,2}s?|rtx|nodes?|\d+\s*[x×*]",
@@ -43,7 +42,7 @@ _TRAIN = r"train\w*|训练|可训练|learn\w*|共享|shared|server\s*\d|服务�
 
 def _rows_of(spec: TaskSpec) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = [("family", spec.family), ("gpus", spec.gpus)]
-    rows += [(f"game.{k}", v) for k, v in spec.game.items() if k not in SKIPPED_GAME]
+    rows += [(f"game.{k}", v) for k, v in spec.game.items() if k not in ("spec_text", "spec_quote")]
     rows += [(f"servers.{i}.{k}", getattr(s, k)) for i, s in enumerate(spec.servers)
              for k in ("model_path", "port", "gpus")]
     rows += [(f"static_models.{i}.name", m.name) for i, m in enumerate(spec.static_models)]
@@ -114,10 +113,9 @@ def _spec_span(src: SpecText, field: str, value: Any, roles: dict[str, str]) -> 
 
 
 def _manifest(family: str) -> Manifest | None:
-    try:
+    with suppress(Exception):  # a family without a manifest: no keywords, roles named by their names
         return load_family(family)
-    except Exception:  # noqa: BLE001 - a family without a manifest: no keywords, roles named by their names
-        return None
+    return None
 
 
 def _family_span(text: str, family: str) -> str | None:
@@ -147,10 +145,9 @@ def _rule(notes: list[str], field: str) -> str:
     if head == "wire":
         return "the role's team plays its default model (the family's wiring)"
     for pattern in (NOTE_WORDS.get(head), rf"\b{re.escape(leaf)}\b", NOTE_WORDS.get(leaf)):
-        if pattern:
-            said = [n for n in notes if re.search(pattern, n, re.IGNORECASE)]
-            if said:  # a note that names the default taken comes first
-                return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
+        said = [n for n in notes if pattern and re.search(pattern, n, re.IGNORECASE)]
+        if said:  # a note that names the default taken comes first
+            return next((n for n in said if re.match(r"No |Reward not|Defaults not|[^.]*not given", n)), said[0])
     return "the family's default"
 
 
@@ -198,11 +195,10 @@ def save(rows: list[dict[str, Any]], project_dir: str | Path, planner: str, spec
 
 def load_spec(project_dir: str | Path) -> str:
     """The spec text kept in a project's plan_review.json ('' when there is none)."""
-    try:
+    with suppress(OSError, ValueError):
         data = json.loads((Path(project_dir) / REVIEW_FILE).read_text(encoding="utf-8"))
         return data.get("spec", "") if isinstance(data, dict) and isinstance(data.get("spec", ""), str) else ""
-    except (OSError, ValueError):
-        return ""
+    return ""
 
 
 _NOT_TRAINED = re.compile(r"\bnot\b|n't|\bnever\b|\bstatic\b|frozen|不训练|不要训练|静态|固定|冻结|played by",
@@ -248,9 +244,7 @@ def carry(rows: list[dict[str, Any]], old: dict[str, dict[str, Any]]) -> list[di
 def load(project_dir: str | Path) -> dict[str, dict[str, Any]]:
     """field -> row of a project's plan_review.json ({} when there is none)."""
     path = Path(project_dir) / REVIEW_FILE
-    if not path.is_file():
-        return {}
-    try:
-        return {r["field"]: r for r in json.loads(path.read_text(encoding="utf-8")).get("rows", [])}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return {}
+    if path.is_file():
+        with suppress(ValueError, KeyError, TypeError, AttributeError):
+            return {r["field"]: r for r in json.loads(path.read_text(encoding="utf-8")).get("rows", [])}
+    return {}

@@ -11,16 +11,14 @@ it). A field said twice with different values keeps the first and notes the othe
 A negative number is read too, so that the plan refuses it with the field named (instead of hiding it).
 
 The tables are `fields.yaml` next to this file, read once: shared regex fragments (`<<name>>` in a word), one
-row per training field (`TRAINING`: "batch size 16", "lr=5e-6", "8 samples per prompt", "rollouts_per_prompt:
-8", "每个 prompt 采样 8 条", "stop training at 300 steps", keys "bsz=64", "GRPO (G=8)"), the game parameters
-every family may have (`GAME`), and settings the plan has no field for (`UNPLACED`: LoRA, KL, warmup, gradient
-accumulation, tensor parallelism, ...), each with a note naming the config key to edit after rendering (their
-numbers stay in `unparsed`).
+row per training field (`TRAINING`: "lr=5e-6", "8 samples per prompt", "每个 prompt 采样 8 条", "stop training
+at 300 steps", "bsz=64", "GRPO (G=8)"), the game parameters every family may have (`GAME`), and settings the
+plan has no field for (`UNPLACED`: LoRA, KL, warmup, gradient accumulation, tensor parallelism, ...), each
+with a note naming the config key to edit after rendering (their numbers stay in `unparsed`).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 from contextlib import suppress
@@ -111,9 +109,8 @@ def words_of(field_name: str, rows: Iterable[Row]) -> str | None:
     return None if row is None else "|".join(x for x in (row.words(), "|".join(row.after)) if x)
 
 
-@functools.cache
-def _table() -> dict[str, Any]:
-    """fields.yaml read: its rows as Rows and its unplaced (pattern, note) pairs, fragments substituted."""
+def _table() -> tuple[list[Row], list[Row], list[tuple[str, str]]]:
+    """fields.yaml's training rows, game rows and unplaced (pattern, note) pairs, fragments substituted."""
     data = yaml.safe_load(Path(__file__).with_name("fields.yaml").read_text(encoding="utf-8"))
     fragments: dict[str, str] = {}
 
@@ -127,13 +124,11 @@ def _table() -> dict[str, Any]:
         words = {k: tuple(map(sub, entry[k])) for k in ("en", "zh", "unit", "after") if k in entry}
         return Row(**{**entry, **words, "type": {"int": int, "float": float}[entry.get("type", "int")]})
 
-    return {"training": [row(e) for e in data["training"]], "game": [row(e) for e in data["game"]],
-            "unplaced": [(sub(e["pattern"]), e["note"]) for e in data["unplaced"]]}
+    return ([row(e) for e in data["training"]], [row(e) for e in data["game"]],
+            [(sub(e["pattern"]), e["note"]) for e in data["unplaced"]])
 
 
-TRAINING: list[Row] = _table()["training"]  # the training fields (TaskSpec.training): one row each
-GAME: list[Row] = _table()["game"]  # game parameters every family may have (num_tasks)
-UNPLACED: list[tuple[str, str]] = _table()["unplaced"]  # (pattern, what to do): their numbers stay unparsed
+TRAINING, GAME, UNPLACED = _table()  # the module docstring's tables
 
 
 def unplaced_notes(src: SpecText) -> list[str]:

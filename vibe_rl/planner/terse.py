@@ -1,11 +1,14 @@
 """Spec layouts and spellings the field patterns do not read as prose, rewritten to "key: value" parts
 before the rules run; every rewrite of a kind is said in one note (bold keys in none: emphasis says nothing):
 
-- key lines (`key_lines`, first): "Q: how many players? A: 8" -> "players: 8", also a chat's question
-  answered by a number on the next line ("bob: how many gpus?" / "alice: 4."); an aside before a key's colon
-  dropped ("players (total): 7"); "NUM_PLAYERS=8" -> "num_players=8" (never a *_URL, *_KEY, *_TOKEN
-  variable); a diff's "- batch_size: 32" / "+ batch_size: 16" -> "batch_size: 16"; "Batch — 16" -> "Batch:
-  16"; bold keys as plain keys; "2 servers x 4 GPUs" -> "2 servers with 4 GPUs each";
+- key lines (`key_lines`, first): bold keys as plain keys; a chat line's time and speaker dropped ("[10:02]
+  alice: ..."); "lr: 1e-6 -> 3e-6" -> "lr: 3e-6"; "Q: how many players? A: 8" -> "players: 8" ("who learns?"
+  -> "trainable"), also a chat's question answered by a number on the next line ("bob: how many gpus?" /
+  "alice: 4."); an aside before a key's colon dropped ("players (total): 7"); "NUM_PLAYERS=8" ->
+  "num_players=8" (never a *_URL, *_KEY, *_TOKEN or *_SECRET variable); a diff's "- batch_size: 32" / "+
+  batch_size: 16" -> "batch_size: 16"; "2 servers x 4 GPUs" -> "2 servers with 4 GPUs each"; a "### Players"
+  heading over a one-line value -> "Players: 5"; "players (7)" -> "players: 7"; an inline "1) 6 players 2) 1
+  spy" cut into parts; "Detector — /m/q14b — 4 GPUs" -> "Detector: /m/q14b, 4 GPUs";
 - JSON objects and per-server YAML blocks as "key: value" lines;
 - markdown tables: "| gpus | 8 |" -> "gpus: 8" (header and separator rows dropped; a table of more than two
   columns gives "first cell: header2 = cell2, header3 = cell3"); a header row of keys over a row of values:
@@ -42,9 +45,7 @@ _COUNT_HEADER = re.compile(r"count|number|num|#|seats?|players?|数量|人数|�
 
 
 def tables(text: str) -> tuple[str, int]:
-    """Markdown (and ASCII-bordered) table rows as "key: value" lines; (text, rows rewritten). In a role table the column headed
-    'count' / '数量' (a number in it) counts the row's seats: one row is one record, "2 werewolf: /m/q7b", and the
-    rows are a "roles:" block (the whole table: a role it leaves out has no seat)."""
+    """Markdown (and ASCII-bordered) table rows as "key: value" lines, as the module docstring says; (text, rows)."""
     lines, out, header, count = text.split("\n"), [], None, 0
     for line, after in zip(lines, [*lines[1:], ""], strict=True):
         if not _ROW.match(line):
@@ -62,7 +63,7 @@ def tables(text: str) -> tuple[str, int]:
         labelled = header is not None and len(header) == len(cells)
         counted = next((j for j in range(1, len(cells)) if labelled and re.fullmatch(r"\d+", cells[j])
                         and _COUNT_HEADER.fullmatch(header[j].strip())), None)
-        if counted is not None:  # a role table with a count column is the whole table: a "roles:" block
+        if counted is not None:
             if out[-1] == "" and not out[-1 - (len(out) > 1)].startswith("  "):
                 out[-1] = "roles:"
             rest = [c for j, c in enumerate(cells[1:], 1) if j != counted and c]
@@ -130,11 +131,10 @@ def _yaml_lines(value: dict, indent: str = "") -> list[str]:
 def flags(text: str) -> tuple[str, int]:
     """'--batch-size 8' / '--lr=1e-6' -> 'batch size: 8,'; (text, flags rewritten)."""
     def replace(m: re.Match) -> str:
-        name = (m.group(1) or m.group(3)).replace("-", " ").replace("_", " ")
-        return f"{name}: {m.group(2)}," if m.group(1) else name + ","
+        name = m.group(1).replace("-", " ").replace("_", " ")
+        return f"{name}: {m.group(2)}," if m.group(2) else name + ","
 
-    return re.subn(r"(?<!\S)--([A-Za-z][\w-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?!--)(\S+)|(?<!\S)--([A-Za-z][\w-]*)",
-                   replace, text)
+    return re.subn(r"(?<!\S)--([A-Za-z][\w-]*)(?:(?:[ \t]*=[ \t]*|[ \t]+)(?!--)(\S+))?", replace, text)
 
 
 def glued(text: str) -> tuple[str, list[str]]:
@@ -161,50 +161,35 @@ def glued(text: str) -> tuple[str, list[str]]:
     return text, read
 
 
-# "- **GPUs**: 4", "**人数**：6": markdown emphasis around a key
+# key_lines' patterns in the order it runs them (an example of each: the module docstring)
 _BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])")
-# "Q: how many players? A: 8" -> "players: 8"; "who learns?" asks which roles train
+_SPEAKER = r"[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*"  # a chat line's "alice: "
+_CHAT_PREFIX = re.compile(rf"^[ \t]*[\[(]?\d{{1,2}}:\d{{2}}(?::\d{{2}})?[\])]?[ \t]+{_SPEAKER}", re.MULTILINE)
+_ARROW = re.compile(r"(?<![\w.])[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>|⇒)[ \t]*(?=[-+]?\d)")
 _QA = re.compile(r"^([ \t]*)(?:Q|问)[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)[ \t]*[:：.][ \t]*(\S.*)$",
                  re.MULTILINE)
-# a chat: "bob: how many gpus?" then "alice: 4. batch 32" -> "gpus: 4. batch 32" (a number opens the next line)
-_SPEAKER = r"(?:[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*)?"
-_CHAT_QA = re.compile(rf"^([ \t]*){_SPEAKER}((?:how many|how much|number of|几个|几张|多少)[^?？\n:：]{{1,30}}?)[ \t]*[?？][ \t]*"
-                      rf"\n[ \t]*{_SPEAKER}(\d+(?:\.\d+)?(?:e-?\d+)?)(?=[ \t]*(?:[.,，。;；]|$))", re.MULTILINE | re.IGNORECASE)
+_CHAT_QA = re.compile(rf"^([ \t]*)(?:{_SPEAKER})?((?:how many|how much|number of|几个|几张|多少)[^?？\n:：]{{1,30}}?)"
+                      rf"[ \t]*[?？][ \t]*\n[ \t]*(?:{_SPEAKER})?(\d+(?:\.\d+)?(?:e-?\d+)?)(?=[ \t]*(?:[.,，。;；]|$))", re.M | re.I)
 _ASKED = r"^(?:how many|how much|which|what(?: is| are)?(?: the)?|number of|几个|几张|多少|哪个)\s*"
-# "players (total): 7", "GPUs (H100): 4": an aside without a number of its own between a key and its colon
 _ASIDE_KEY = re.compile(r"^([ \t]*(?:[A-Za-z][\w -]{0,30}?\b)?(?:players?|spies|wolves|werewolves|villagers|civilians|size|"
                         r"batch|gpus?|cards|lr|rate|steps|tokens|samples|temperature|rounds|days|turns|port|path|model)"
                         r"|玩家|卧底|平民|狼人|村民|人数|显卡|卡数|步数|学习率|温度)"
                         r"[ \t]*[(（](?:[^()（）\n\d]|(?<=[A-Za-z])\d+)*[)）][ \t]*(?=[:：=])", re.MULTILINE | re.IGNORECASE)
-# "NUM_PLAYERS=8", "export MODEL_PATH=/m/q7b": settings in upper case (never a *_URL, *_KEY or *_TOKEN variable)
 _CAPS_KEY = re.compile(r"^([ \t]*)(?:export[ \t]+)?((?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*))(?<!_URL)(?<!_KEY)(?<!_TOKEN)"
                        r"(?<!_SECRET)[ \t]*=[ \t]*(?=(?:-?\d[\d.]*(?:e-?\d+)?|/\S+|\.{1,2}/\S+)[ \t]*$)", re.MULTILINE)
-# "2 servers x 4 GPUs": that many GPUs for each server
+_DIFF = re.compile(r"^[ \t]*-[ \t]+([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]+(?=\1[ \t]*\2)", re.MULTILINE)
 _SERVERS_TIMES = re.compile(r"\b(\d+|two|both)[ \t]*(servers?|服务器)[ \t]*[x×*][ \t]*(\d+)[ \t]*(gpus?|cards?|卡)",
                             re.IGNORECASE)
-# "- batch_size: 32" then "+ batch_size: 16": a diff's old line and its new one; the new value stands
-_DIFF = re.compile(r"^[ \t]*-[ \t]+([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]+(?=\1[ \t]*\2)", re.MULTILINE)
-# "lr: 1e-6 -> 3e-6", "batch 16 → 32": a value changed to another; the new one stands
-_ARROW = re.compile(r"(?<![\w.])[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>|⇒)[ \t]*(?=[-+]?\d)")
-# "[10:02] alice: ...", "10:02 bob: ...": a chat line's time and speaker say nothing about the training
-_CHAT_PREFIX = re.compile(r"^[ \t]*[\[(]?\d{1,2}:\d{2}(?::\d{2})?[\])]?[ \t]+[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*",
-                          re.MULTILINE)
-# "Batch — 16", "Detector — /m/q14b — 4 GPUs": a dash before a value is a key's colon, the next ones commas
-_DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
-# an issue template's "### Players" heading over a one-line value: "Players: 5"
 _HEADING = re.compile(r"^[ \t]*#{2,6}[ \t]+([^#\n]{1,40}?)[ \t]*#*[ \t]*\n(?:[ \t]*\n)*"
                       r"(?=[ \t]*[^#\s][^\n]{0,80}(?:\n[ \t]*\n|\n[ \t]*#|\s*\Z))", re.MULTILINE)
-# "Players (7), spies (2)": a number alone in brackets after a word is its value
 _BRACKETED = re.compile(r"(?<![\w-])([A-Za-z][A-Za-z_-]*(?:[ \t]+[A-Za-z][A-Za-z_-]*){0,2})[ \t]*[(（]"
                         r"[ \t]*(\d+(?:\.\d+)?)[ \t]*[)）]")
-# "1) 6 players 2) 1 spy": an inline numbered list (its "1)" and "2)" both there) cut into parts
 _NUMBERED = re.compile(r"(?:(?<=\s)|^)[(（]?(\d{1,2})[)）][ \t]+", re.MULTILINE)
+_DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
 
 
 def key_lines(text: str) -> tuple[str, list[str]]:
-    """Question-and-answer lines, asides before a key's colon, upper-case settings, a diff's old and new lines
-    (the new one stays), headings over a value, bracketed numbers, inline numbered lists and dashes before values
-    as "key: value" parts; (text, notes)."""
+    """The key-line rewrites of the module docstring, as "key: value" parts; (text, notes)."""
     notes = []
 
     def answer(m: re.Match) -> str:
@@ -283,8 +268,7 @@ _WORD = re.compile(r"(?<![\w/.\-])[A-Za-z]{4,}(?![\w/\-]|\.\w)")
 
 
 def _edits(word: str) -> set[str]:
-    """Every string one swap away from `word`, or one deletion or insertion away when neither is shorter than
-    five letters (lowercase letters only)."""
+    """The strings one edit (of the module docstring's) away from `word`, lowercase letters only."""
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
     swaps = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
     deletes = {a + b[1:] for a, b in splits if b} if len(word) >= 6 else set()
