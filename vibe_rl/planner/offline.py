@@ -37,8 +37,7 @@ HOW_TO_GO_FURTHER = (
     "To go further: render the generic skeleton with `--family turn_based` and write its rules module, use an "
     "LLM planner (`--planner openai` with OPENAI_API_KEY, or `--planner anthropic` with ANTHROPIC_API_KEY), or "
     "follow the vibe-rl-new skill (skills/vibe-rl-new) to write a new template family: templates/<family>/ "
-    "(manifest.yaml, rules.py, project/)."
-)
+    "(manifest.yaml, rules.py, project/).")
 
 
 def pick_family(text: str, families: list[Manifest]) -> tuple[Manifest, list[str]]:
@@ -182,8 +181,7 @@ def comparisons(text: str, keywords: list[str]) -> Iterator[tuple[str | None, st
 
 def differs_note(text: str, chosen: Manifest) -> list[str]:
     """A note when the spec's game is only like the chosen family's: the plan holds that family's game."""
-    found = list(comparisons(text, chosen.all_keywords()))
-    if not found:
+    if not (found := list(comparisons(text, chosen.all_keywords()))):
         return []
     name, keyword = next(((n, k) for n, k in found if n), found[0])
     game = f"The spec's game ({name})" if name else "The spec's game"

@@ -182,8 +182,7 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
             elif out.total is None and (servers_named != 1 or is_total):  # else one server's (server_facts)
                 out.total = found
     for mode, total in list(out.mode_total.items()):
-        each = out.mode_per_server.get(mode)
-        if each is not None and each.value * 2 == total.value:
+        if (each := out.mode_per_server.get(mode)) is not None and each.value * 2 == total.value:
             del out.mode_total[mode]
             if out.total is None:
                 out.total = total  # "two servers of 4 GPUs each, 8 GPUs total": the node's count too

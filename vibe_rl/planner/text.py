@@ -133,10 +133,8 @@ class SpecText:
                                             or _next_to_path(self.text, m.start(), m.end(), values))):
                 continue
             start, end = self._part_around(*self.clause_of(m.start()), m.start())
-            clause = self.text[start:end].strip(" \t-*:：").rstrip(".。 ")
-            if clause and clause not in out:
-                out.append(clause)
-        return out
+            out.append(self.text[start:end].strip(" \t-*:：").rstrip(".。 "))
+        return [clause for clause in dict.fromkeys(out) if clause]
 
     def _part_around(self, start: int, end: int, position: int) -> tuple[int, int]:
         """The short part of clause [start, end) that holds `position`: a clause past REPORT_WIDTH characters is
