@@ -174,9 +174,8 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
 
 
 def first_server(facts: Facts, notes: list[str]) -> tuple[str, int, int, int]:
-    """(model path, port, GPUs, total GPUs) of a family's one server, server1: each as the spec says it of server
-    1 (or of no server), else its default, noted: 'tiny', 1 GPU (the total when one is given), port 10086; the
-    node's total is server1's GPUs unless the spec gives one."""
+    """(model path, port, GPUs, total GPUs) of a family's one server, server1, as the spec says them of it (or
+    of no server), else noted defaults: 'tiny', port 10086, 1 GPU (the total if given), total = its GPUs."""
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     path = facts.use(first) if first is not None else no_model_path(facts, notes)
     own, g = facts.servers.get(0), facts.gpus

@@ -3,8 +3,8 @@ any rule reads the spec; every rewrite is said in a note (the plan shows what wa
 
 - scientific (`rewrite_scientific`): "五乘十的负七次方", "1乘10的-6次方", "十的负六次方", "5x10^-7", "5×10⁻⁷",
   "10**-6", "five times ten to the minus seven" -> `<mantissa>e<exponent>` ("5e-7"), read like "lr 5e-7";
-- grouped digits ("1,000 steps", "10_000") and digits with a Chinese multiplier ("1万步", "1.5万", "2千") ->
-  plain integers (`rewrite_grouped`);
+- grouped digits ("1,000 steps", "10_000") and Chinese multipliers ("1万步", "1.5万", "2千") -> integers
+  (`rewrite_grouped`);
 - several machines (`rewrite_nodes`: "two nodes of 8 GPUs", "16 GPUs across 2 nodes", "2机16卡", "两台机器，每台
   8 卡") -> the GPUs of one node: a plan describes one node (`TaskSpec.gpus`), and `vibe-rl run` starts every
   server on it. A count "of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡" or "GPUs: 2 nodes of 4" is per node;
@@ -146,9 +146,8 @@ def _bare_per_node(text: str) -> str:
     """"GPUs: 2 nodes of 4" / "2 nodes x 8" in a clause about GPUs: the per-node number is a GPU count ("2 nodes of
     4 GPUs"), so that the node count is never read as the GPUs."""
     def unit(m: re.Match) -> str:
-        start, end = part_around(text, m.start(), m.start(), "\n;；。")
-        about_gpus = re.search(r"gpus?|显卡|卡", text[start:end], re.IGNORECASE)
-        return m.group() + " GPUs" if about_gpus else m.group()
+        clause = text[slice(*part_around(text, m.start(), m.start(), "\n;；。"))]
+        return m.group() + " GPUs" if re.search(r"gpus?|显卡|卡", clause, re.IGNORECASE) else m.group()
     return re.sub(rf"{NODES}\s*(?:of|with|x|×|\*)\s*{NUM}(?=\s*(?:$|[,，;；。)）\n]|\.(?!\d)))", unit, text,
                   flags=re.IGNORECASE | re.MULTILINE)
 
@@ -183,8 +182,7 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
     text, notes = _key_values(text)
     text = _bare_per_node(_gpu_ids(text, notes))
     for node in list(re.finditer(NODES, text, re.IGNORECASE))[::-1]:
-        n = to_int(node.group(1))
-        if n < 2:
+        if (n := to_int(node.group(1))) < 2:
             continue
         start, end = part_around(text, node.start(), node.start(), "\n;；。")
         gpu = min((g for g in re.finditer(GPU, text[start:end], re.IGNORECASE)
@@ -196,9 +194,8 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
             continue
         g_start, g_end = start + gpu.start(), start + gpu.end()
         m = to_int(next(x for x in gpu.groups() if x))
-        per = _reading(text, node, g_start, g_end, n, m)
         a, b = min(node.start(), g_start), max(node.end(), g_end)
-        if per is None:
+        if (per := _reading(text, node, g_start, g_end, n, m)) is None:
             notes.append(f"The spec names {n} nodes and {m} GPUs ({text[a:b]!r}) without saying whether {m} "
                          f"is per node or in all: the plan takes {m} as the GPUs of one node. Say '8 GPUs "
                          "per node' or '16 GPUs in total'. " + HOW.format(n=n))
