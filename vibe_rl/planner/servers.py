@@ -46,8 +46,7 @@ def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
     for m in re.finditer(r"[,，、(（]|\band\b|和|及", src.text[start:end]):
         if start + m.start() < aside_end:
             continue
-        aside = re.match(r"[^,，、()（）]*[)）]", src.text[start + m.end():end]) if m.group() in "(（" else None
-        if aside:
+        if m.group() in "(（" and (aside := re.match(r"[^,，、()（）]*[)）]", src.text[start + m.end():end])):
             aside_end = start + m.end() + aside.end()
             continue
         out.append((pos, start + m.start()))
