@@ -17,8 +17,7 @@ def training(facts: Facts, notes: list[str], batch_size: int, grpo_n: int, **def
     chosen = {"batch_size": batch_size, "grpo_n": grpo_n, **defaults}
     base, others = Training(), []
     for name in Training.model_fields:
-        value = facts.training.get(name)
-        if value is not None:
+        if (value := facts.training.get(name)) is not None:
             chosen[name] = value
         elif name in ("batch_size", "grpo_n", "save_freq"):
             notes.append(f"No {name} given: using {chosen.get(name, getattr(base, name))}.")
@@ -132,8 +131,7 @@ def static_endpoint(facts: Facts, model: StaticModel) -> StaticModel:
     """The static model with the spec's env vars: a *_BASE_URL env var replaces a fixed URL, and a named
     *_API_KEY env var replaces the provider's default one."""
     model = model.model_copy()
-    url_env = re.search(r"\b([A-Z][A-Z0-9_]*_BASE_URL)\b", facts.text)
-    if url_env:
+    if url_env := re.search(r"\b([A-Z][A-Z0-9_]*_BASE_URL)\b", facts.text):
         model.base_url, model.base_url_env = None, url_env.group(1)
     keys = re.findall(r"\b([A-Z][A-Z0-9_]*_API_KEY)\b", facts.text)
     if keys and (model.base_url or model.base_url_env) and model.api_key_env not in keys:
@@ -176,9 +174,8 @@ def static_note(facts: Facts, model: StaticModel, notes: list[str]) -> None:
 
 
 def first_server(facts: Facts, notes: list[str]) -> tuple[str, int, int, int]:
-    """(model path, port, GPUs, total GPUs) of a family's one server, server1: each as the spec says it of server
-    1 (or of no server), else its default, noted: 'tiny', 1 GPU (the total when one is given), port 10086; the
-    node's total is server1's GPUs unless the spec gives one."""
+    """(model path, port, GPUs, total GPUs) of a family's one server, server1, as the spec says them of it (or
+    of no server), else noted defaults: 'tiny', port 10086, 1 GPU (the total if given), total = its GPUs."""
     first = facts.server_path(0) or (facts.model_paths[0] if facts.model_paths else None)
     path = facts.use(first) if first is not None else no_model_path(facts, notes)
     own, g = facts.servers.get(0), facts.gpus

@@ -46,9 +46,7 @@ def system_prompt() -> str:
     from vibe_rl.planner.review import review
 
     parts = [INSTRUCTIONS, "", "Template families:"]
-    for manifest in list_families():
-        if not manifest.keywords:  # chosen only with --family (turn_based)
-            continue
+    for manifest in (m for m in list_families() if m.keywords):  # no keywords: only with --family
         parts.append(f"\n## {manifest.name}\n{manifest.description}\nroles: {manifest.roles}\nparameters: "
                      + json.dumps({k: p.model_dump() for k, p in manifest.parameters.items()}))
         for example in manifest.examples[:1]:
@@ -98,8 +96,7 @@ def parse(raw: str, family: str | None = None) -> tuple[TaskSpec, dict[str, str]
         raise ValueError(f"the answer is not valid JSON ({exc}); reply with one JSON object") from exc
     quotes: dict[str, str] = {}
     if isinstance(data, dict) and isinstance(data.get("plan"), dict):
-        raw_quotes = data.get("quotes") or {}
-        if not isinstance(raw_quotes, dict):
+        if not isinstance(raw_quotes := data.get("quotes") or {}, dict):
             raise ValueError('"quotes" must be an object: field -> the words of the description that state it')
         quotes = {str(k): str(v) for k, v in raw_quotes.items() if isinstance(v, (str, int, float))}
         data = data["plan"]

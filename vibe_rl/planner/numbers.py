@@ -3,17 +3,15 @@ any rule reads the spec; every rewrite is said in a note (the plan shows what wa
 
 - scientific (`rewrite_scientific`): "五乘十的负七次方", "1乘10的-6次方", "十的负六次方", "5x10^-7", "5×10⁻⁷",
   "10**-6", "five times ten to the minus seven" -> `<mantissa>e<exponent>` ("5e-7"), read like "lr 5e-7";
-- grouped digits ("1,000 steps", "10_000") and digits with a Chinese multiplier ("1万步", "1.5万", "2千") ->
-  plain integers (`rewrite_grouped`);
+- grouped digits ("1,000 steps", "10_000") and Chinese multipliers ("1万步", "1.5万", "2千") -> integers
+  (`rewrite_grouped`);
 - several machines (`rewrite_nodes`: "two nodes of 8 GPUs", "16 GPUs across 2 nodes", "2机16卡", "两台机器，每台
-  8 卡") -> the GPUs of one node, since a plan describes one node: `TaskSpec.gpus` is the GPU count of the
-  training node, and `vibe-rl run` starts every server on it. The per-node count is read where the spec says
-  it ("of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡", and "GPUs: 2 nodes of 4", the GPU word first); a
-  count "across / over N nodes" or the Chinese "N机M卡" is the total, divided by N. The note says what the
-  plan does with the other nodes; a node count whose GPUs cannot be split evenly, that does not say which, or
-  that comes without a GPU count stays in the text (reported as not understood) with a note saying what to do;
-- GPU ids instead of a count ("GPUs 0-3", "卡 0,1,2,3", "CUDA_VISIBLE_DEVICES=4,5") -> the count ("4 GPUs"),
-  and a total restated after the per-node phrase ("2 nodes x 8 H100 (16 GPUs total)") is part of it.
+  8 卡") -> the GPUs of one node: a plan describes one node (`TaskSpec.gpus`), and `vibe-rl run` starts every
+  server on it. A count "of / with / x 8 GPUs", "8 GPUs each", "每台 8 卡" or "GPUs: 2 nodes of 4" is per node;
+  one "across / over N nodes" or "N机M卡" is the total, divided by N; a restated total ("2 nodes x 8 H100 (16
+  GPUs total)") is part of the phrase. The note says what the plan does with the other nodes; a node count
+  that does not say which, cannot be split evenly or has no GPU count stays in the text (not understood);
+- GPU ids instead of a count ("GPUs 0-3", "卡 0,1,2,3", "CUDA_VISIBLE_DEVICES=4,5") -> the count ("4 GPUs").
 """
 
 from __future__ import annotations
@@ -30,8 +28,7 @@ _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _ORDINALS = {"first": "one", "second": "two", "third": "three", "fifth": "five", "eighth": "eight",
              "ninth": "nine", "twelfth": "twelve"}
 
-# (pattern, how its groups read): each pattern has the groups (mantissa, sign, exponent)
-PATTERNS = [
+PATTERNS = [  # each with the groups (mantissa, sign, exponent)
     rf"(?:{_MANTISSA}{_TIMES})?(?<![\d.])(?:10|十)\s*的\s*(负|-|−|minus\s*)?\s*(\d+|{_CN_INT})\s*次(?:方|幂)",
     rf"(?:{_MANTISSA}{_TIMES})?(?<![\d.])10\s*(?:\^|\*\*)\s*\(?\s*([-−])?\s*(\d+)\s*\)?",
     rf"(?:{_MANTISSA}{_TIMES})?(?<![\d.])10(⁻)?([⁰¹²³⁴⁵⁶⁷⁸⁹]+)",
@@ -70,8 +67,7 @@ def rewrite_scientific(text: str) -> tuple[str, list[str]]:
 
     for pattern in PATTERNS:
         text = re.sub(pattern, replace, text, flags=re.IGNORECASE)
-    notes = [f"Read {', '.join(read)} (scientific notation)."] if read else []
-    return text, notes
+    return text, [f"Read {', '.join(read)} (scientific notation)."] if read else []
 
 
 # "1,000" / "12,500" / "10_000": thousands groups (a 5-digit port list "10086,10087" is no such group)
@@ -95,8 +91,7 @@ def rewrite_grouped(text: str) -> tuple[str, list[str]]:
         read.append(f"{m.group()!r} as {int(value)}")
         return str(int(value))
 
-    text = re.sub(_GROUPED, plain, text)
-    text = re.sub(_MULTIPLIED, multiplied, text)
+    text = re.sub(_MULTIPLIED, multiplied, re.sub(_GROUPED, plain, text))
     return text, [f"Read {', '.join(read)} (grouped digits)."] if read else []
 
 
@@ -151,9 +146,8 @@ def _bare_per_node(text: str) -> str:
     """"GPUs: 2 nodes of 4" / "2 nodes x 8" in a clause about GPUs: the per-node number is a GPU count ("2 nodes of
     4 GPUs"), so that the node count is never read as the GPUs."""
     def unit(m: re.Match) -> str:
-        start, end = part_around(text, m.start(), m.start(), "\n;；。")
-        about_gpus = re.search(r"gpus?|显卡|卡", text[start:end], re.IGNORECASE)
-        return m.group() + " GPUs" if about_gpus else m.group()
+        clause = text[slice(*part_around(text, m.start(), m.start(), "\n;；。"))]
+        return m.group() + " GPUs" if re.search(r"gpus?|显卡|卡", clause, re.IGNORECASE) else m.group()
     return re.sub(rf"{NODES}\s*(?:of|with|x|×|\*)\s*{NUM}(?=\s*(?:$|[,，;；。)）\n]|\.(?!\d)))", unit, text,
                   flags=re.IGNORECASE | re.MULTILINE)
 
@@ -164,10 +158,9 @@ _GPU_IDS = (r"(?:\bgpus?|\bcards?|\bdevices?|显卡|卡|cuda_visible_devices)\s*
 _RESTATED = r"\s*[(（]\s*(\d+)\s*(?:x\s*)?(?:张|块)?\s*(?:gpus?|卡|显卡|cards?)\s*(?:in\s+total|total|in\s+all|总共|共)?\s*[)）]"
 
 
-def _gpu_ids(text: str, notes: list[str]) -> tuple[str, list[str]]:
+def _gpu_ids(text: str, notes: list[str]) -> str:
     """GPU id ranges and lists ("GPUs 0-3", "卡 4~7", "gpu ids: 0,1,2,3", "CUDA_VISIBLE_DEVICES=0,1") as a GPU
-    count ("4 GPUs"), the ids said in a note: a plan counts a server's GPUs, and `vibe-rl run` assigns the ids
-    (in server order)."""
+    count ("4 GPUs"), the ids said in `notes`."""
     def count(m: re.Match) -> str:
         ids = (list(range(int(m.group(1)), int(m.group(2)) + 1)) if m.group(1)
                else [int(x) for x in re.split(r"\s*,\s*", m.group(3))])
@@ -178,7 +171,7 @@ def _gpu_ids(text: str, notes: list[str]) -> tuple[str, list[str]]:
                      "CUDA_VISIBLE_DEVICES before `vibe-rl run` to give it other ids).")
         return f"{len(ids)} GPUs"
 
-    return re.sub(_GPU_IDS, count, text, flags=re.IGNORECASE), notes
+    return re.sub(_GPU_IDS, count, text, flags=re.IGNORECASE)
 
 
 def rewrite_nodes(text: str) -> tuple[str, list[str]]:
@@ -187,11 +180,9 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
     text = re.sub(r"(?:单机)?(单|双)(?:张|块)?\s*(?:显卡|卡|gpu)", lambda c: {"单": "1", "双": "2"}[c.group(1)] + " 张卡",
                   text, flags=re.IGNORECASE)
     text, notes = _key_values(text)
-    text, notes = _gpu_ids(text, notes)
-    text = _bare_per_node(text)
+    text = _bare_per_node(_gpu_ids(text, notes))
     for node in list(re.finditer(NODES, text, re.IGNORECASE))[::-1]:
-        n = to_int(node.group(1))
-        if n < 2:
+        if (n := to_int(node.group(1))) < 2:
             continue
         start, end = part_around(text, node.start(), node.start(), "\n;；。")
         gpu = min((g for g in re.finditer(GPU, text[start:end], re.IGNORECASE)
@@ -203,9 +194,8 @@ def rewrite_nodes(text: str) -> tuple[str, list[str]]:
             continue
         g_start, g_end = start + gpu.start(), start + gpu.end()
         m = to_int(next(x for x in gpu.groups() if x))
-        per = _reading(text, node, g_start, g_end, n, m)
         a, b = min(node.start(), g_start), max(node.end(), g_end)
-        if per is None:
+        if (per := _reading(text, node, g_start, g_end, n, m)) is None:
             notes.append(f"The spec names {n} nodes and {m} GPUs ({text[a:b]!r}) without saying whether {m} "
                          f"is per node or in all: the plan takes {m} as the GPUs of one node. Say '8 GPUs "
                          "per node' or '16 GPUs in total'. " + HOW.format(n=n))

@@ -37,14 +37,12 @@ HOW_TO_GO_FURTHER = (
     "To go further: render the generic skeleton with `--family turn_based` and write its rules module, use an "
     "LLM planner (`--planner openai` with OPENAI_API_KEY, or `--planner anthropic` with ANTHROPIC_API_KEY), or "
     "follow the vibe-rl-new skill (skills/vibe-rl-new) to write a new template family: templates/<family>/ "
-    "(manifest.yaml, rules.py, project/)."
-)
+    "(manifest.yaml, rules.py, project/).")
 
 
 def pick_family(text: str, families: list[Manifest]) -> tuple[Manifest, list[str]]:
-    """The family whose keywords occur most often in the text (case, hyphens and underscores aside:
-    "Who-is-Spy" is "who is spy"; none -> PlannerError that lists the families), and a note when other
-    families' keywords occur too: the plan covers one family only."""
+    """The family whose keywords occur most often in the text (case, hyphens, underscores aside: "Who-is-Spy"
+    is "who is spy"; none: a PlannerError listing the families), and a note if others' keywords occur too."""
     words = _words(text)
     scores = sorted([(sum(words.count(_words(k)) for k in m.all_keywords()), m.name, m) for m in families],
                     key=lambda item: item[:2], reverse=True)
@@ -151,9 +149,8 @@ def _name_before(text: str, position: int) -> str | None:
 def _name_called(text: str, start: int) -> str | None:
     """A name the sentence gives the game: "叫血染钟楼", "called Blood on the Clocktower", "类似谁是卧底的阿瓦隆"."""
     sentence = re.split(_SENTENCE, text[start:])[0]
-    called = re.search(r"(?:叫做?|名为|名叫|\bcalled\b|\bnamed\b)\s*[“\"「]?((?:[A-Z][\w'-]*\s?){1,4}|[\u4e00-\u9fff]{2,8})",
-                       sentence)
-    if called:
+    if called := re.search(r"(?:叫做?|名为|名叫|\bcalled\b|\bnamed\b)\s*[“\"「]?"
+                           r"((?:[A-Z][\w'-]*\s?){1,4}|[\u4e00-\u9fff]{2,8})", sentence):
         return called.group(1).strip()
     after = re.match(r"[^，,的]{1,12}的([\u4e00-\u9fff]{2,6}?)(?:[，,。；;\s]|$)", sentence)
     return after.group(1) if after and after.group(1) not in ("游戏", "桌游", "玩法", "规则", "版本") else None
@@ -182,8 +179,7 @@ def comparisons(text: str, keywords: list[str]) -> Iterator[tuple[str | None, st
 
 def differs_note(text: str, chosen: Manifest) -> list[str]:
     """A note when the spec's game is only like the chosen family's: the plan holds that family's game."""
-    found = list(comparisons(text, chosen.all_keywords()))
-    if not found:
+    if not (found := list(comparisons(text, chosen.all_keywords()))):
         return []
     name, keyword = next(((n, k) for n, k in found if n), found[0])
     game = f"The spec's game ({name})" if name else "The spec's game"

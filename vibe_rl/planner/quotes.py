@@ -20,13 +20,6 @@ from vibe_rl.planner.text import SpecText, strings_of
 from vibe_rl.schema.spec import TaskSpec
 
 
-def locate(text: str, quote: str) -> tuple[int, int] | None:
-    """Where `quote` stands in `text`, runs of whitespace counted as equal (None when it is not there)."""
-    words = quote.split()
-    m = re.search(r"\s+".join(map(re.escape, words)), text, re.IGNORECASE) if words else None
-    return m.span() if m else None
-
-
 def states(quote: str, field: str, value: Any) -> bool:
     """Does the quote state this value? A number must stand in it next to a word that names its field (the
     training table's, the review's WORDS: "4 张卡" is no batch size); a path, URL or model name must be in it.
@@ -74,14 +67,14 @@ def check(llm: TaskSpec, quotes: dict[str, str], text: str) -> tuple[TaskSpec, l
     accepted: dict[str, tuple[Any, str, tuple[int, int]]] = {}  # field -> (value, its quote, where it is)
     rejected: list[str] = []
     for field, value in ours.items():
-        quote = (quotes.get(field) or "").strip()
-        where = locate(text, quote)
+        quote = (quotes.get(field) or "").strip()  # found in the spec with runs of whitespace as equal
+        where = re.search(r"\s+".join(map(re.escape, quote.split())), text, re.IGNORECASE) if quote else None
         if where is None:
             why = f"its quote {quote!r} is not in the spec" if quote else "it quotes nothing of the spec"
-        elif not blanked[where[0]:where[1]].strip():
+        elif not blanked[where.start():where.end()].strip():
             why = f"its quote {quote!r} is a background sentence (another, an earlier or a possible later training)"
         elif states(quote, field, value):
-            accepted[field] = (value, text[where[0]:where[1]], where)
+            accepted[field] = (value, where.group(), where.span())
             continue
         else:
             why = f"its quote {quote!r} does not state that value"
@@ -119,8 +112,7 @@ def _endpoints(llm: TaskSpec, text: str, rejected: list[str]) -> TaskSpec:
                       if re.fullmatch(pattern, model.name, re.IGNORECASE)), (None, None))
         update = {}
         for attr, ours in (("base_url", known[0]), ("api_key_env", known[1]), ("base_url_env", None)):
-            value = getattr(model, attr)
-            if value and value != ours and value.lower() not in text.lower():
+            if (value := getattr(model, attr)) and value != ours and value.lower() not in text.lower():
                 update[attr] = ours
                 rejected.append(f"static_models {model.name}: {attr} {value}: the LLM's value is not in the spec "
                                 f"and not the provider's; the plan keeps {ours or 'none'}")

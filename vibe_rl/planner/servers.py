@@ -46,8 +46,7 @@ def segments(src: SpecText, start: int, end: int) -> list[tuple[int, int]]:
     for m in re.finditer(r"[,，、(（]|\band\b|和|及", src.text[start:end]):
         if start + m.start() < aside_end:
             continue
-        aside = re.match(r"[^,，、()（）]*[)）]", src.text[start + m.end():end]) if m.group() in "(（" else None
-        if aside:
+        if m.group() in "(（" and (aside := re.match(r"[^,，、()（）]*[)）]", src.text[start + m.end():end])):
             aside_end = start + m.end() + aside.end()
             continue
         out.append((pos, start + m.start()))
@@ -74,10 +73,9 @@ def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int,
 
 def implicit_servers(segments: list[tuple[int, int, int | None]], paths: list[Found],
                      servers: dict[int, ServerFacts]) -> list[tuple[int, int, int | None]]:
-    """A clause naming no server but two or more model paths in separate parts ("translator /m/14b on port
-    9001 (4 GPUs), reviewer /m/7b on port 9002 (2 GPUs)"): each new path starts the next server, whose parts
-    run to the next path; left as it is when an earlier clause gave one of those servers a path. Such servers
-    are marked `implicit`: a family that reads which role each path is for may reorder them."""
+    """A clause naming no server but two or more model paths in separate parts ("translator /m/14b (4 GPUs),
+    reviewer /m/7b (2 GPUs)"): each new path starts the next server, up to the next path, unless an earlier
+    clause gave one of those servers a path. They are `implicit`: a family may reorder them by their roles."""
     starts = [next((p for p in paths if a <= p.start < b), None) for a, b, _ in segments]
     values = list(dict.fromkeys(p.value for p in starts if p is not None))  # a path said twice is one server
     if len(values) < 2 or any(servers.get(i) and servers[i].path for i in range(len(values))):
@@ -126,8 +124,7 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
         ports = [Found(int(p), start + m.start(), start + m.end()) for m in re.finditer(PORT, clause, re.I)
                  for p in [m.group(1), *re.findall(r"\d{4,5}", m.group(2))]]
         for port in ports:
-            index = next((i for a, b, i in segments if a <= port.start < b), None)
-            if index is None:
+            if (index := next((i for a, b, i in segments if a <= port.start < b), None)) is None:
                 loose_ports.append(port)
             elif servers[index].port is None:
                 servers[index].port = port
@@ -182,8 +179,7 @@ def gpu_facts(src: SpecText, servers: dict[int, ServerFacts] | None = None) -> G
             elif out.total is None and (servers_named != 1 or is_total):  # else one server's (server_facts)
                 out.total = found
     for mode, total in list(out.mode_total.items()):
-        each = out.mode_per_server.get(mode)
-        if each is not None and each.value * 2 == total.value:
+        if (each := out.mode_per_server.get(mode)) is not None and each.value * 2 == total.value:
             del out.mode_total[mode]
             if out.total is None:
                 out.total = total  # "two servers of 4 GPUs each, 8 GPUs total": the node's count too

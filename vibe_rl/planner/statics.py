@@ -104,8 +104,7 @@ def mentions(text: str, name: str) -> list[re.Match]:
 def judge_context(text: str, start: int, end: int) -> bool:
     """Whether a model name is said to judge rather than play: a judge word just before it in its sentence ("a
     judge model (deepseek-chat)", "裁判由 qwen-max 担任") or just after it ("gpt-4o as the judge", "qwen-max 做裁判")."""
-    sentence_start = max(text.rfind(c, 0, start) for c in "\n;；。") + 1
-    before = text[max(sentence_start, start - 30):start]
+    before = text[max(part_around(text, start, start, "\n;；。")[0], start - 30):start]
     return bool(re.search(rf"(?:{JUDGE_WORDS})[^,，;；]{{0,16}}$", before, re.IGNORECASE)
                 or re.match(rf"\s*[)）]?\s*(?:as|is|acts as|serves as|will be|作为|当|做|担任|来当|来做)?\s*(?:the\s+|a\s+|an\s+)?"
                             rf"(?:{JUDGE_WORDS})", text[end:end + 30], re.IGNORECASE))

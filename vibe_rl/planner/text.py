@@ -133,16 +133,13 @@ class SpecText:
                                             or _next_to_path(self.text, m.start(), m.end(), values))):
                 continue
             start, end = self._part_around(*self.clause_of(m.start()), m.start())
-            clause = self.text[start:end].strip(" \t-*:：").rstrip(".。 ")
-            if clause and clause not in out:
-                out.append(clause)
-        return out
+            out.append(self.text[start:end].strip(" \t-*:：").rstrip(".。 "))
+        return [clause for clause in dict.fromkeys(out) if clause]
 
     def _part_around(self, start: int, end: int, position: int) -> tuple[int, int]:
-        """The short part of clause [start, end) that holds `position`: a clause past REPORT_WIDTH characters is
-        cut at its commas, a shorter one at its full-width commas only (a Chinese one-line spec: "用 4 张卡，batch
-        8，最多 30 轮"); a part still past REPORT_WIDTH is cut to about that many characters around `position`,
-        at spaces where it can."""
+        """The part of clause [start, end) that holds `position`: a clause past REPORT_WIDTH characters is
+        cut at its commas, a shorter one at its full-width commas only ("用 4 张卡，batch 8，最多 30 轮"); a part
+        still longer is cut to about REPORT_WIDTH characters around `position`, at spaces where it can."""
         long = end - start > REPORT_WIDTH
         if long or "，" in self.text[start:end]:
             seps = list(re.compile(r"[,，、]" if long else "，").finditer(self.text, start, end))
