@@ -175,10 +175,10 @@ def _gpu_ids(text: str, notes: list[str]) -> str:
 
 
 def rewrite_nodes(text: str) -> tuple[str, list[str]]:
-    """(the text with a multi-node GPU phrase as one node's GPU count, notes); "单卡" (one card) is "1 张卡", "双卡"
-    (two cards) "2 张卡"."""
-    text = re.sub(r"(?:单机)?(单|双)(?:张|块)?\s*(?:显卡|卡|gpu)", lambda c: {"单": "1", "双": "2"}[c.group(1)] + " 张卡",
-                  text, flags=re.IGNORECASE)
+    """(the text with a multi-node GPU phrase as one node's GPU count, notes); "单卡" (one card) and "single GPU" are
+    "1 张卡", "双卡" (two cards) "2 张卡"."""
+    text = re.sub(r"(?:单机)?(单|双)(?:张|块)?\s*(?:显卡|卡|gpu)|\b(single)[\s-]+(?:gpus?|cards?)\b",
+                  lambda c: {"单": "1", "双": "2"}[c.group(1) or "单"] + " 张卡", text, flags=re.IGNORECASE)
     text, notes = _key_values(text)
     text = _bare_per_node(_gpu_ids(text, notes))
     for node in list(re.finditer(NODES, text, re.IGNORECASE))[::-1]:
