@@ -129,3 +129,17 @@ def test_one_server_family_reads_what_is_said_of_server_1():
     spec = OfflinePlanner().plan("werewolves, the seer trains; server 1 uses 2 GPUs on port 9200")
     assert (spec.servers[0].port, spec.servers[0].gpus, spec.gpus) == (9200, 2, 2)
     assert any("No base model path found" in n for n in spec.notes)
+
+
+@pytest.mark.parametrize("junk", ["{" * 3000 + "}" * 3000, "{'a': " + "[" * 3000 + "]" * 3000 + "}", "{{'a': 1}}"])
+def test_brace_junk_is_no_structure_and_no_crash(junk):
+    """Braces that are no JSON object or dict literal (nested too deep, a set of dicts) are left as text: the
+    spec still plans, with the values around them read."""
+    spec = OfflinePlanner().plan(f"who is spy, 7 players, 2 spies, /m/q7b, 4 GPUs {junk}")
+    assert (spec.game["num_players"], spec.game["num_spies"], spec.gpus) == (7, 2, 4)
+
+
+def test_a_python_dict_literal_is_read_as_structure():
+    spec = OfflinePlanner().plan("config = {'game': 'who_is_spy', 'players': 7, 'spies': 2, 'gpus': 4, 'model': '/m/q3b'}")
+    assert (spec.game["num_players"], spec.game["num_spies"], spec.gpus) == (7, 2, 4)
+    assert any("JSON object" in note for note in spec.notes)

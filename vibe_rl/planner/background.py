@@ -79,7 +79,7 @@ def blank_background(text: str) -> tuple[str, list[str]]:
     quoted = "; ".join(repr(p if len(p) <= 80 else p[:77] + "...") for p in parts)
     notes = [f"Read as background (another, an earlier or a possible later training), not as settings of this one: "
              f"{quoted}. State a value as this training's to have it planned."] if parts else []
-    turned_down = [m for m in NEGATED.finditer("".join(chars))]
+    turned_down = list(NEGATED.finditer("".join(chars)))
     for m in turned_down:
         chars[m.start():m.end()] = " " * (m.end() - m.start())
     notes += [f"Read as turned down, never planned: {'; '.join(repr(m.group()) for m in turned_down)}."] if turned_down else []

@@ -92,11 +92,11 @@ def server_blocks(text: str) -> tuple[str, int]:
 
 
 def json_blocks(text: str) -> tuple[str, int]:
-    """A JSON object or Python dict literal in the spec ('{"players": 6, "lr": 2e-6}') as YAML-style "key: value" lines (nested objects
-    indented under their key), so each key is read as structure; (text, objects rewritten)."""
+    """A JSON object or Python dict literal in the spec ('{"players": 6, "lr": 2e-6}') as YAML-style "key: value"
+    lines (nested objects indented under their key), so each key is read as structure; (text, objects rewritten)."""
     out, pos, count = [], 0, 0
     for m in re.finditer(r"\{", text):
-        with suppress(ValueError, SyntaxError):  # no JSON there; a "{" inside an earlier object is none either
+        with suppress(ValueError):  # no JSON there; a "{" inside an earlier object is none either
             value, end = _object_at(text, m.start()) if m.start() >= pos else ({}, 0)
             if isinstance(value, dict) and value:  # an object, not empty
                 out += [text[pos:m.start()], "\n".join(_yaml_lines(value)) + "\n"]
@@ -106,14 +106,18 @@ def json_blocks(text: str) -> tuple[str, int]:
 
 def _object_at(text: str, start: int) -> tuple[object, int]:
     """(the JSON object at `start`, its end); else a Python dict literal there ("{'players': 7}"), ended at its
-    matching brace; ValueError or SyntaxError when neither is there."""
-    with suppress(ValueError):
+    matching brace; ValueError when neither is there (also for any literal ast.literal_eval refuses: a set of
+    dicts, or nesting too deep to parse)."""
+    with suppress(ValueError, RecursionError):
         return json.JSONDecoder().raw_decode(text, start)
     depth = 0
     for i, ch in enumerate(text[start:], start):
         depth += {"{": 1, "}": -1}.get(ch, 0)
         if depth == 0:
-            return ast.literal_eval(text[start:i + 1]), i + 1
+            try:
+                return ast.literal_eval(text[start:i + 1]), i + 1
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError) as exc:
+                raise ValueError("not a dict literal") from exc
     raise ValueError("no closing brace")
 
 
