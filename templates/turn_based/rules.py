@@ -28,6 +28,7 @@ PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+|(
 NOT_OPENING = rf"(?i:{WORDS['not_opening']})\b"  # "Train a ...": a request, not the game's name
 NOT_PLAYED = rf"(?:(?:{WORDS['not_played']})\b\s*)+"  # "to play the game well": no name
 CJK = re.compile(WORDS["cjk"])
+ORDER = ("first", "second", "third", "fourth")
 
 
 def title_of(text: str) -> str:
@@ -63,8 +64,12 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
 def learner_seat(facts: Facts) -> Found | None:
     """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
     if m := facts.src.search(SEAT, mark=False) or facts.src.search(WORDS["own_side"], mark=False):
-        said = next(g for g in m.groups() if g)
-        return Found(int(said) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1, *m.span())
+        said = next(g for g in m.groups() if g)  # "seat 2 (moves second)", "seat 2 (1-based)": counted from 1
+        after = re.match(r"\W*(?:moves\s+|goes\s+|plays\s+)?(first|second|third|fourth)\b|\W*1[\s-]*(?:based|indexed)",
+                         facts.text[m.end():], re.I) if said.isdigit() else None
+        one = after and (not after.group(1) or ORDER.index(after.group(1).lower()) + 1 == int(said))
+        return Found(int(said) - bool(one) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1,
+                     m.start(), m.end() + (after.end() if one else 0))
     if (player := facts.src.search(PLAYER_NUMBER, mark=False)) is None:
         return None
     zero, end = re.search(WORDS["zero_based"], facts.text, re.IGNORECASE), player.end()

@@ -71,11 +71,12 @@ def server_segments(src: SpecText, start: int, end: int) -> list[tuple[int, int,
     return out
 
 
-def implicit_servers(segments: list[tuple[int, int, int | None]], paths: list[Found],
+def implicit_servers(src: SpecText, segments: list[tuple[int, int, int | None]], paths: list[Found],
                      servers: dict[int, ServerFacts]) -> list[tuple[int, int, int | None]]:
     """A clause naming no server but two or more model paths in separate parts ("translator /m/14b (4 GPUs),
     reviewer /m/7b (2 GPUs)"): each new path starts the next server, up to the next path, unless an earlier
-    clause gave one of those servers a path. They are `implicit`: a family may reorder them by their roles."""
+    clause gave one of those servers a path. They are `implicit`: a family may reorder them by their roles.
+    A GPU count after the last path, where no path's part has one, is no server's ("/a，检测用 /b，4 张卡")."""
     starts = [next((p for p in paths if a <= p.start < b), None) for a, b, _ in segments]
     values = list(dict.fromkeys(p.value for p in starts if p is not None))  # a path said twice is one server
     if len(values) < 2 or any(servers.get(i) and servers[i].path for i in range(len(values))):
@@ -84,6 +85,9 @@ def implicit_servers(segments: list[tuple[int, int, int | None]], paths: list[Fo
     for (a, b, _), path in zip(segments, starts, strict=True):
         index = values.index(path.value) if path is not None else index
         out.append((a, b, index))
+    last, gpus = max(i for i, p in enumerate(starts) if p is not None), [src.text[a:b] for a, b, _ in out]
+    counted = [re.search(GPU, g, re.I) and not re.search(PER_SERVER, g, re.I) for g in gpus]  # "2 GPUs each": theirs
+    out = [(a, b, None if i > last and not any(counted[:last + 1]) and counted[i] else n) for i, (a, b, n) in enumerate(out)]
     for i in range(len(values)):
         servers.setdefault(i, ServerFacts()).implicit = True
     return out
@@ -120,7 +124,7 @@ def server_facts(src: SpecText, paths: list[Found]) -> tuple[dict[int, ServerFac
             segments = [(a, b, across[start, end]) for a, b, _ in segments]
             servers[across[start, end]].implicit = True
         elif all(i is None for _, _, i in segments):
-            segments = implicit_servers(segments, paths, servers)
+            segments = implicit_servers(src, segments, paths, servers)
         ports = [Found(int(p), start + m.start(), start + m.end()) for m in re.finditer(PORT, clause, re.I)
                  for p in [m.group(1), *re.findall(r"\d{4,5}", m.group(2))]]
         for port in ports:
