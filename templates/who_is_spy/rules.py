@@ -153,10 +153,11 @@ def server_paths(facts: Facts, notes: list[str]) -> tuple[str, str]:
     return path1, path2
 
 
-def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
+def gpus(facts: Facts, notes: list[str], asked: bool) -> tuple[int, list[int], int, bool]:
     """(agent_roll GPUs, agent_roll_adv GPUs of server1 and server2, total, whether the latter are filled in).
     A count said of one server ("server 2 uses 2 GPUs") holds in every mode unless the mode has its own; 0 is
-    a count (CPU). With no total, agent_roll_adv's ("adversarial: 8 GPUs") is the node's."""
+    a count (CPU). With no total, agent_roll_adv's ("adversarial: 8 GPUs") is the node's, else agent_roll's
+    when the spec does not ask for agent_roll_adv (`asked`): that mode then splits it."""
     g, srv = facts.gpus, facts.servers
     total, per_server = facts.use(g.total), facts.use(g.per_server)
     own = [facts.use(srv[i].gpus) if i in srv else None for i in (0, 1)]
@@ -167,6 +168,10 @@ def gpus(facts: Facts, notes: list[str]) -> tuple[int, list[int], int, bool]:
                      + (" (the total)." if total is not None else "."))
     each = facts.use(g.mode_per_server.get("agent_roll_adv"))
     adv = [common.first_given(each, mine, per_server) for mine in own]
+    if total is None and adv[1] is None and not asked and roll > 1 and "agent_roll_adv" not in g.mode_total:
+        adv, total = [roll // 2, roll - roll // 2], roll
+        notes.append(f"No total GPU count given: the node has agent_roll's {roll}; agent_roll_adv (not asked for) "
+                     f"splits them: {adv[0]} + {adv[1]}.")
     if filled := None in adv:
         split = common.first_given(facts.use(g.mode_total.get("agent_roll_adv")), total)
         fill = 1 if split in (None, 1) else split // 2
@@ -185,13 +190,13 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     static_side, static_model = opponent(facts, notes, path_sides(facts, notes))
     learners = OTHER[static_side]
     path1, path2 = server_paths(facts, notes)
-    roll_gpus, adv_gpus, total, filled = gpus(facts, notes)
+    both = both_trained(facts.text)
+    roll_gpus, adv_gpus, total, filled = gpus(facts, notes, both or "agent_roll_adv" in facts.modes_named)
     loose, own = list(facts.ports), [facts.servers.get(i) for i in (0, 1)]
     port1, port2 = [facts.use(s.port if s and s.port else (loose.pop(0) if loose else None)) or 10086 + i
                     for i, s in enumerate(own)]
     if not (facts.ports or any(s.port for s in facts.servers.values())):
         notes.append("No ports given: server1 on 10086, server2 on 10087.")
-    both = both_trained(facts.text)
     modes = common.planned_modes(facts, [
         Mode(name="agent_roll", script="agent_roll.py", run_file="agent_run.py", servers=["server1"],
              rewarded={"server1": learners}, gpus={"server1": roll_gpus}),

@@ -24,16 +24,16 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\b(?:on|in|for|with)\s+(?:a|an|my|our|the|some)?\s*(?:other|another|different|previous|earlier|old|older|past)"
        r"\s+(?:project|run|experiment|task|paper|setup|codebase|repo)s?\b|\banother\s+project\b|"
        r"\b(?:our|my|the)\s+(?:previous|old|earlier|last|original)\s+(?:config|setup|run|attempt|experiment|project|yaml)\b|"
-       r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
+       r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously|considered|talked\s+about)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
        r"\bback\s+then\b|\bin\s+the\s+past\b|\bwhen\s+(?:i|we)\s+(?:did|ran|tried|trained|used|had)\b|"
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b|\bin\s+v\d+\b|"
        r"\b(?:my|our|the)\s+(?:last|previous|earlier|first|old)\s+(?:attempt|try|version|round of experiments)\b|"
-       r"\bmaybe\s+later\b|\blater\s+(?:we|i)\s+(?:might|may|could|can|will)\b|\bin\s+the\s+future\b|\beventually\b")
+       r"\bmaybe\s+later\b|\bfor\s+reference\b|\brecap\s+of\b|\bon\s+hold\b|\blater\s+(?:we|i)\s+(?:might|may|could|can|will)\b|\bin\s+the\s+future\b|\beventually\b")
 # A case that may come later ("如果显存不够就改成 batch 8"); not a condition of the game's rules ("如果平票就再投一次")
 _IF = (r"\bif\s+(?:it|that|this|training|the\s+run|memory|we)\s+(?:diverges?|ooms?|crash\w*|fails?|is\s+too|runs?\s+"
        r"out|collapses?|blows|does\s*n[o']t|see|hit)|(?:如果|要是|万一|假如)(?=[^，。；\n]{0,12}?(?:显存|内存|太慢|慢|不收敛|"
        r"发散|崩|不够|OOM|爆))")
-_ZH = r"\bv\d+\s*(?:的时候|时)|那时候?|上一?次|上一?回|上一?版|上个版本|旧版|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时|以后可能|将来|后续可能"
+_ZH = r"\bv\d+\s*(?:的时候|时)|那时候?|上一?次|上一?回|上一?版|上个版本|旧版|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时|以后可能|以后可以|将来|后续可能"
 MARKER = re.compile(rf"{_EN}|{_ZH}|{_IF}", re.IGNORECASE)
 # Markers that close their part ("PPO on a different project", "10 players a year ago"): the part starts before
 # them, at the start of their comma part; every other marker starts its part ("上周那版 lr 太大", "last time ...")

@@ -114,6 +114,9 @@ def apply_corrections(text: str) -> tuple[str, list[str]]:
         lead = (max(text.rfind(c, 0, marker.start()) for c in ",，;；。\n") + 1, marker.start())
         edits, said = _edits(text, start, end, lead)
         notes += said
+        if not edits and not marker.group("instead") and re.search(r"[\u4e00-\u9fff]", marker.group()):
+            text, position = f"{text[:marker.start()]} {text[marker.end():]}", marker.start() + 1
+            continue  # a new value ("学习率降到 1e-6"): without the marker its field word reads it
         for a, b, new in sorted(edits, reverse=True):
             text = text[:a] + new + text[b:]
         position = marker.end() + sum(len(new) - (b - a) for a, b, new in edits if b <= marker.start())

@@ -159,7 +159,7 @@ def rewrite_counts(text: str) -> tuple[str, list[str]]:
 def model_paths(src: SpecText) -> list[Found]:
     out: list[Found] = []
     # a single folder under the root counts when a place word leads to it ("Llama-3.1-8B-Instruct at /llama8b")
-    for m in src.finditer(rf"`(/[^`\s]+)`|(?<![A-Za-z0-9_.:/])((?:\.{{1,2}})?/(?:{PATH_CHAR}+/)+{PATH_CHAR}+)"
+    for m in src.finditer(rf"`(/[^`\s]+)`|(?<![A-Za-z0-9_./])((?:\.{{1,2}})?/(?:{PATH_CHAR}+/)+{PATH_CHAR}+)"
                           r"|`([\w-]+/[\w.-]+)`"
                           r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"
                           r"|(?:(?<=\bat\s)|(?<=\bin\s)|(?<=\bfrom\s)|(?<=\bunder\s))(/[A-Za-z][\w.-]*\d[\w.-]*)(?![\w/])"):

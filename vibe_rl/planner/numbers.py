@@ -2,7 +2,7 @@
 any rule reads the spec; every rewrite is said in a note (the plan shows what was read).
 
 - scientific (`rewrite_scientific`): "五乘十的负七次方", "1乘10的-6次方", "十的负六次方", "5x10^-7", "5×10⁻⁷",
-  "10**-6", "five times ten to the minus seven" -> `<mantissa>e<exponent>` ("5e-7"), read like "lr 5e-7";
+  "10**-6", "five times ten to the minus seven", "百万分之一" -> `<mantissa>e<exponent>` ("5e-7"), read like "lr 5e-7";
 - grouped digits ("1,000 steps", "10_000") and Chinese multipliers ("1万步", "1.5万", "2千") -> integers
   (`rewrite_grouped`);
 - several machines (`rewrite_nodes`: "two nodes of 8 GPUs", "16 GPUs across 2 nodes", "2机16卡", "两台机器，每台
@@ -34,7 +34,9 @@ PATTERNS = [  # each with the groups (mantissa, sign, exponent)
     rf"(?:{_MANTISSA}{_TIMES})?(?<![\d.])10(⁻)?([⁰¹²³⁴⁵⁶⁷⁸⁹]+)",
     rf"(?:{_MANTISSA}\s+times\s+)?\b(?:10|ten)\s+to\s+the\s+(minus|negative|-)?\s*(\d+|[a-z]+?)(?:st|nd|rd|th)?"
     rf"(?:\s+power)?\b",
+    rf"(?<![零一二两三四五六七八九])(十万|百万|千万|[十百千万亿])分之\s*(\d+|{_CN_INT})",  # "百万分之一": 1e-6
 ]
+_PER = {"十": 1, "百": 2, "千": 3, "万": 4, "十万": 5, "百万": 6, "千万": 7, "亿": 8}
 
 
 def _number(word: str) -> str:
@@ -57,7 +59,7 @@ def rewrite_scientific(text: str) -> tuple[str, list[str]]:
     read: list[str] = []
 
     def replace(m: re.Match) -> str:
-        mantissa, sign, exponent = m.groups()
+        mantissa, sign, exponent = m.groups() if len(m.groups()) == 3 else (m[2], "-", str(_PER[m[1]]))
         try:
             plain = f"{_number(mantissa) if mantissa else '1'}e{'-' if sign else ''}{_number(exponent)}"
         except (KeyError, ValueError):

@@ -43,7 +43,7 @@ HOW_TO_GO_FURTHER = (
 def pick_family(text: str, families: list[Manifest]) -> tuple[Manifest, list[str]]:
     """The family whose keywords occur most often in the text (case, hyphens, underscores aside: "Who-is-Spy"
     is "who is spy"; none: a PlannerError listing the families), and a note if others' keywords occur too."""
-    words = _words(text)
+    words = _words(f" {text}")  # a keyword may start with a space (" wolves": never in "werewolves")
     scores = sorted([(sum(words.count(_words(k)) for k in m.all_keywords()), m.name, m) for m in families],
                     key=lambda item: item[:2], reverse=True)
     if not scores or scores[0][0] == 0:

@@ -95,30 +95,37 @@ def json_blocks(text: str) -> tuple[str, int]:
     """A JSON object or Python dict literal in the spec ('{"players": 6, "lr": 2e-6}') as YAML-style "key: value"
     lines (nested objects indented under their key), so each key is read as structure; (text, objects rewritten)."""
     out, pos, count = [], 0, 0
-    for m in re.finditer(r"\{", text):
+    for m in re.finditer(r"\{|\bdict\(", text):
         with suppress(ValueError):  # no JSON there; a "{" inside an earlier object is none either
             value, end = _object_at(text, m.start()) if m.start() >= pos else ({}, 0)
             if isinstance(value, dict) and value:  # an object, not empty
-                out += [text[pos:m.start()], "\n".join(_yaml_lines(value)) + "\n"]
+                before = re.sub(r"(?m)^[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*\Z", "", text[pos:m.start()])  # "cfg = dict("
+                out += [before, "\n".join(_yaml_lines(value)) + "\n"]
                 pos, count = end, count + 1
     return "".join(out) + text[pos:], count
 
 
 def _object_at(text: str, start: int) -> tuple[object, int]:
-    """(the JSON object at `start`, its end); else a Python dict literal there ("{'players': 7}"), ended at its
-    matching brace; ValueError when neither is there (also for any literal ast.literal_eval refuses: a set of
-    dicts, or nesting too deep to parse)."""
+    """(the JSON object at `start`, its end); else a Python dict literal there ("{'players': 7}", "dict(players=7,
+    roles=dict(seer=1))"), ended at its matching bracket; ValueError when neither is there (also for any literal
+    ast.literal_eval refuses: a set of dicts, or nesting too deep to parse)."""
     with suppress(ValueError, RecursionError):
         return json.JSONDecoder().raw_decode(text, start)
-    depth = 0
+    depth, pair = 0, "{}" if text[start] == "{" else "()"
     for i, ch in enumerate(text[start:], start):
-        depth += {"{": 1, "}": -1}.get(ch, 0)
-        if depth == 0:
+        depth += {pair[0]: 1, pair[1]: -1}.get(ch, 0)
+        if depth == 0 and ch == pair[1]:
             try:
-                return ast.literal_eval(text[start:i + 1]), i + 1
+                return _literal(ast.parse(text[start:i + 1], mode="eval").body), i + 1
             except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError) as exc:
                 raise ValueError("not a dict literal") from exc
-    raise ValueError("no closing brace")
+    raise ValueError("no closing bracket")
+
+
+def _literal(node: ast.expr) -> object:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        return {k.arg: _literal(k.value) for k in node.keywords}
+    return ast.literal_eval(node)
 
 
 def _yaml_lines(value: dict, indent: str = "") -> list[str]:
@@ -169,7 +176,8 @@ def glued(text: str) -> tuple[str, list[str]]:
 _BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])")
 _SPEAKER = r"[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*"  # a chat line's "alice: "
 _CHAT_PREFIX = re.compile(rf"^[ \t]*[\[(]?\d{{1,2}}:\d{{2}}(?::\d{{2}})?[\])]?[ \t]+{_SPEAKER}", re.MULTILINE)
-_ARROW = re.compile(r"(?<![\w.])[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>|⇒)[ \t]*(?=[-+]?\d)")
+_ARROW = re.compile(r"(?:(?<![\w.])|从[ \t]*)[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>|⇒|(?<=[\d \t])[降减升增提调改][低高大小]?"
+                    r"(?:到|至|成|为))[ \t]*(?=[-+]?\d)")  # "lr 1e-6 -> 3e-7", "lr 从 1e-6 降到 3e-7"
 _QA = re.compile(r"^([ \t]*)(?:Q|问)[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)[ \t]*[:：.][ \t]*(\S.*)$",
                  re.MULTILINE)
 _CHAT_QA = re.compile(rf"^([ \t]*)(?:{_SPEAKER})?((?:how many|how much|number of|几个|几张|多少)[^?？\n:：]{{1,30}}?)"
@@ -188,7 +196,8 @@ _HEADING = re.compile(r"^[ \t]*#{2,6}[ \t]+([^#\n]{1,40}?)[ \t]*#*[ \t]*\n(?:[ \
                       r"(?=[ \t]*[^#\s][^\n]{0,80}(?:\n[ \t]*\n|\n[ \t]*#|\s*\Z))", re.MULTILINE)
 _BRACKETED = re.compile(r"(?<![\w-])([A-Za-z][A-Za-z_-]*(?:[ \t]+[A-Za-z][A-Za-z_-]*){0,2})[ \t]*[(（]"
                         r"[ \t]*(\d+(?:\.\d+)?)[ \t]*[)）]")
-_NUMBERED = re.compile(r"(?:(?<=\s)|^)[(（]?(\d{1,2})[)）][ \t]+", re.MULTILINE)
+_NUMBERED = re.compile(r"(?:(?<=\s)|^)[(（]?(\d{1,2})[)）][ \t]+|^[ \t]*(\d{1,2})[.、](?!\d)[ \t]*", re.MULTILINE)
+_FOOTNOTE = re.compile(r"(?<=[^\s\[(,，])\[\d{1,2}\]|^[ \t]*\[\d{1,2}\][ \t]*", re.MULTILINE)  # "负 -1[3]", "[3] ..."
 _DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
 
 
@@ -203,6 +212,7 @@ def key_lines(text: str) -> tuple[str, list[str]]:
         return f"{m.group(1)}{key}: {m.group(3)}"
 
     for pattern, replace, what in ((_BOLD, r"\1", ""),  # emphasis says nothing: no note
+                                   (_FOOTNOTE, "", "footnote mark(s) ('[1]')"),
                                    (_CHAT_PREFIX, "", "chat line(s) without their time and speaker"),
                                    (_ARROW, "", "change(s) 'old -> new' as the new value"),
                                    (_QA, answer, "question-and-answer line(s) as 'question: answer'"),
@@ -217,7 +227,7 @@ def key_lines(text: str) -> tuple[str, list[str]]:
         text, count = pattern.subn(replace, text)
         if count and what:
             notes.append(f"Read {count} {what}.")
-    if {"1", "2"} <= {m.group(1) for m in _NUMBERED.finditer(text)}:
+    if {"1", "2"} <= {m.group(1) or m.group(2) for m in _NUMBERED.finditer(text)}:
         text = _NUMBERED.sub("; ", text)
         notes.append("Read a numbered list ('1) ... 2) ...') as parts.")
     lines, dashed = text.split("\n"), 0
