@@ -164,7 +164,8 @@ def model_paths(src: SpecText) -> list[Found]:
                           r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"
                           r"|(?:(?<=\bat\s)|(?<=\bin\s)|(?<=\bfrom\s)|(?<=\bunder\s))(/[A-Za-z][\w.-]*\d[\w.-]*)(?![\w/])"):
         path, start = m.group(m.lastindex).rstrip("."), m.start(m.lastindex)  # the one alternative's group
-        if not path.lower().endswith((".md", ".py", ".json", ".yaml", ".yml", ".txt")) and not any(
+        shebang = src.text[src.text.rfind("\n", 0, start) + 1:start].lstrip().startswith("#!")  # "#!/usr/bin/env bash"
+        if not shebang and not path.lower().endswith((".md", ".py", ".json", ".yaml", ".yml", ".txt")) and not any(
                 f.start <= start < f.end for f in out):
             out.append(Found(path, start, start + len(path)))
     return out
