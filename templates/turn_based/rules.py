@@ -18,17 +18,18 @@ from vibe_rl.schema.spec import Mode, Server, TaskSpec, Team
 
 WORDS = family_words(__file__)  # words.yaml: this family's vocabulary
 PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:{WORDS['players']})"
-_LEARNER = rf"(?:the\s+)?(?:{WORDS['learner']})(?:{WORDS['learner_aside']})?"
-# "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "学习者后手"
+_LEARNER = rf"(?:the\s+)?(?:{WORDS['learner']})(?:{WORDS['learner_aside']}){{0,3}}"
+ORDER = {w: i for i, said in enumerate(WORDS["order"].split("|")) for w in said.split()}  # word -> seat
+ORD = rf"((?:{'|'.join(ORDER)})(?![a-z]))"  # a turn-order word: "first", "2nd", "后手"
+# "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "我们的模型执白,也就是后手"
 SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:{WORDS['seat_verbs']})?\s*(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)"
-        rf"|{_LEARNER}\s*(?:always\s+)?(?:{WORDS['side_verbs']})?\s*(?:(?:[红黑白]|white|black|red)\s*(?:方|棋|stones?|pieces?)?"
-        rf"\s*[(（]?\s*)?(first|second|先手|后手)|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:moves|goes|plays)\s+(first|second)\b")
+        rf"|{_LEARNER}\s*(?:always\s+)?(?:{WORDS['side_verbs']})?\s*(?:(?:{WORDS['sides']})\s*(?:方|棋|stones?|pieces?)?"
+        rf"(?:{WORDS['side_link']}))?{ORD}|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:{WORDS['order_verbs']})\s+{ORD}")
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
 PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+|(?-i:[A-D])\b)"  # "player B": seat 1
 NOT_OPENING = rf"(?i:{WORDS['not_opening']})\b"  # "Train a ...": a request, not the game's name
 NOT_PLAYED = rf"(?:(?:{WORDS['not_played']})\b\s*)+"  # "to play the game well": no name
 CJK = re.compile(WORDS["cjk"])
-ORDER = ("first", "second", "third", "fourth")
 
 
 def title_of(text: str) -> str:
@@ -62,13 +63,12 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
 
 
 def learner_seat(facts: Facts) -> Found | None:
-    """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, 'second' is 1), or None (drawn per episode)."""
+    """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, '2nd' 1, 'sits third' 2), or None (drawn per episode)."""
     if m := facts.src.search(SEAT, mark=False) or facts.src.search(WORDS["own_side"], mark=False):
         said = next(g for g in m.groups() if g)  # "seat 2 (moves second)", "seat 2 (1-based)": counted from 1
-        after = re.match(r"\W*(?:moves\s+|goes\s+|plays\s+)?(first|second|third|fourth)\b|\W*1[\s-]*(?:based|indexed)",
-                         facts.text[m.end():], re.I) if said.isdigit() else None
-        one = after and (not after.group(1) or ORDER.index(after.group(1).lower()) + 1 == int(said))
-        return Found(int(said) - bool(one) if said.isdigit() else 0 if said.lower() in ("first", "先手") else 1,
+        after = said.isdigit() and re.match(rf"\W*(?:(?:moves|goes|plays)\s+)?{ORD}|\W*1[\s-]*(?:based|indexed)", facts.text[m.end():], re.I)
+        one = after and (not after.group(1) or ORDER[after.group(1).lower()] + 1 == int(said))
+        return Found(int(said) - bool(one) if said.isdigit() else ORDER[said.lower()],
                      m.start(), m.end() + (after.end() if one else 0))
     if (player := facts.src.search(PLAYER_NUMBER, mark=False)) is None:
         return None
@@ -76,8 +76,7 @@ def learner_seat(facts: Facts) -> Found | None:
     based = re.search(WORDS["numbering"], facts.text[end:end + 30], re.IGNORECASE)
     end += based.end() if based else 0
     said = player.group(1)
-    seat = int(said) - (0 if zero else 1) if said.isdigit() else ord(said) - ord("A")
-    return Found(seat, player.start(), end)
+    return Found(int(said) - (not zero) if said.isdigit() else ord(said) - ord("A"), player.start(), end)
 
 
 def build(facts: Facts, manifest: Manifest) -> TaskSpec:
@@ -87,7 +86,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     text = facts.text.strip()
     quote = text.replace("\\", "/").replace('"""', "'''")  # safe inside the docstring
     game = {"title": title_of(text), "spec_text": text, "spec_quote": "" if CJK.search(text) else quote}
-    draw = (m := facts.src.search(DRAW, mark=False)) and Found(float(m.group(1) or m.group(2)), *m.span())
+    draw = (m := facts.src.search(DRAW, mark=False)) and Found(float(m.group(1) or m.group(2) or 0), *m.span())
     for name, found, what in (("num_players", players(facts, notes), "player count"),
                               ("max_turns", None, "turn limit"), ("num_tasks", None, "mock dataset size"),
                               ("learner_seat", learner_seat(facts), "learner seat (-1: drawn every episode)"),

@@ -36,8 +36,8 @@ from vibe_rl.planner.text import MODEL_NAME, NUM, PATH_CHAR, Found, SpecText, to
 from vibe_rl.schema.job import StaticModel
 
 # English words whole: "close" holds no "lose", "twins" no "wins"
-WIN_WORDS = r"胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
-LOSS_WORDS = r"[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b|\bothers(?=\s*[:：=]?\s*[-+]?\d)"
+WIN_WORDS = r"(?-i:\bW)(?=\s*=\s*[-+]?\d(?:\.\d+)?(?![\d.]))|胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
+LOSS_WORDS = r"(?-i:\bL)(?=\s*=\s*[-+]?\d(?:\.\d+)?(?![\d.]))|[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b|\bothers(?=\s*[:：=]?\s*[-+]?\d)"
 # ASCII word boundaries: a CJK neighbour is a boundary ("奖励为1", "失败为0")
 _SIGNED = r"(?<![A-Za-z0-9_.])([-+]?\d+(?:\.\d+)?)(?![A-Za-z0-9_.]*[%/]?[A-Za-z0-9_])"
 
@@ -177,10 +177,11 @@ _BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|赢|输|\bwinners?|\bloser
 _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
          r"(\d+(?:\.\d+)?)")
 # A draw's value (turn_based's game.draw_reward): "a draw gives the learner 0", "ties score 0.5", "平局给 0.5 分"
-DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](?=\s*[-+]?\d))\s*(?:rewards?|奖励|得分)?\s*"
+DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](?=\s*[-+]?\d)|(?:(?<=\d,\s)|(?<=\d\s))(?-i:D)(?=\s*=))"
+        r"(?:\s*[(（][^()（）\n]{0,20}[)）])?\s*(?:rewards?|奖励|得分)?\s*"
         r"(?:gives|=|:|：|is|are|scores?|gets|pays|counts\s+as|is\s+worth|->|→|为|得|给|算)?\s*"
         r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|(?!分)\w|%)"
-        r"|(?<![\w.])([-+]?\d+(?:\.\d+)?)\s+for\s+(?:a\s+)?(?:draw|tie)\b")
+        r"|(?<![\w.])([-+]?\d+(?:\.\d+)?)\s+for\s+(?:a\s+)?(?:draw|tie)\b|(?:平局|和棋|和局)\s*(不得分|不计分|不扣分)")
 DEDUCT = r"(?:扣|减|罚|\bcosts?|\bminus|\bpenal(?:ty|i[sz]ed)(?:\s+of)?|\bdeducts?|\btakes?\s+away)\s*$"
 
 
