@@ -92,7 +92,7 @@ def build(facts: Facts, manifest: Manifest) -> TaskSpec:
     if facts.src.search(WORDS["own_server"]) and not lines:
         server_of = {1: 0, 2: 1, 3: 2}
         notes.append("Each agent on its own server, as the spec asks: agent N on serverN.")
-    elif facts.src.search(WORDS["one_server"]) and not lines:
+    elif next(facts.src.finditer(WORDS["one_server"]), None) and not lines:  # an aside may hold a line break
         server_of = {1: 0, 2: 0, 3: 0}
         notes.append("All three agents on server1, as the spec asks: one trained model plays every role.")
     elif len({p.start for p in by_role.values()}) > 1:  # two paths for two groups of agents

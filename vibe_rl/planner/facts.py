@@ -213,7 +213,8 @@ def rewards(src: SpecText) -> tuple[float | None, float | None]:
             words = sorted((m.start(), kind) for kind, pattern in (("win", WIN_WORDS), ("loss", LOSS_WORDS))
                            for m in re.finditer(pattern, segment, re.IGNORECASE))
             goals = [m.span(m.lastindex) for p in (_GOAL, DRAW) for m in re.finditer(p, segment, re.IGNORECASE)]
-            numbers = [n for n in re.finditer(_SIGNED, segment) if n.span(1) not in goals]
+            numbers = [n for n in re.finditer(_SIGNED, segment)  # "54% win rate" is no reward
+                       if n.span(1) not in goals and not segment[n.end():].lstrip().startswith("%")]
             kinds = [k for i, (_, k) in enumerate(words) if i == 0 or k != words[i - 1][1]]
             if not words or len(numbers) != len(kinds):
                 continue

@@ -197,6 +197,9 @@ _HEADING = re.compile(r"^[ \t]*#{2,6}[ \t]+([^#\n]{1,40}?)[ \t]*#*[ \t]*\n(?:[ \
 _BRACKETED = re.compile(r"(?<![\w-])([A-Za-z][A-Za-z_-]*(?:[ \t]+[A-Za-z][A-Za-z_-]*){0,2})[ \t]*[(（]"
                         r"[ \t]*(\d+(?:\.\d+)?)[ \t]*[)）]")
 _NUMBERED = re.compile(r"(?:(?<=\s)|^)[(（]?(\d{1,2})[)）][ \t]+|^[ \t]*(\d{1,2})[.、](?!\d)[ \t]*", re.MULTILINE)
+# a form's boxes: an unticked option ("[ ] 2 GPUs", "( ) Werewolf") is dropped, a ticked one ("[x] 4 GPUs") kept;
+# a to-do list item ("- [ ] batch size 24") is still asked for
+_UNTICKED = re.compile(r"(?<![-*] )[\[(][ \t][\])][^\[\]()\n]*?(?=[\[(][ xX✓✔][\])]|$)|[\[(][xX✓✔][\])][ \t]*", re.MULTILINE)
 _FOOTNOTE = re.compile(r"(?<=[^\s\[(,，])\[\d{1,2}\]|^[ \t]*\[\d{1,2}\][ \t]*", re.MULTILINE)  # "负 -1[3]", "[3] ..."
 _DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
 
@@ -213,6 +216,7 @@ def key_lines(text: str) -> tuple[str, list[str]]:
 
     for pattern, replace, what in ((_BOLD, r"\1", ""),  # emphasis says nothing: no note
                                    (_FOOTNOTE, "", "footnote mark(s) ('[1]')"),
+                                   (_UNTICKED, "", "form box(es) ('[ ] 2 GPUs  [x] 4 GPUs'): the ticked ones"),
                                    (_CHAT_PREFIX, "", "chat line(s) without their time and speaker"),
                                    (_ARROW, "", "change(s) 'old -> new' as the new value"),
                                    (_QA, answer, "question-and-answer line(s) as 'question: answer'"),
