@@ -28,7 +28,7 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\bback\s+then\b|\bin\s+the\s+past\b|\bwhen\s+(?:i|we)\s+(?:did|ran|tried|trained|used|had)\b|"
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b|\bin\s+v\d+\b|"
        r"\b(?:my|our|the)\s+(?:last|previous|earlier|first|old)\s+(?:attempt|try|version|round of experiments)\b|"
-       r"\bmaybe\s+later\b|\bfor\s+reference\b|\brecap\s+of\b|\bon\s+hold\b|\blater\s+(?:we|i)\s+(?:might|may|could|can|will)\b|\bin\s+the\s+future\b|\beventually\b")
+       r"\bmaybe\s+later\b|\bfor\s+reference\b|\bbackground\s*[:：]|\brecap\s+of\b|\bon\s+hold\b|\blater\s+(?:we|i)\s+(?:might|may|could|can|will)\b|\bin\s+the\s+future\b|\beventually\b")
 # A case that may come later ("如果显存不够就改成 batch 8"); not a condition of the game's rules ("如果平票就再投一次")
 _IF = (r"\bif\s+(?:it|that|this|training|the\s+run|memory|we)\s+(?:diverges?|ooms?|crash\w*|fails?|is\s+too|runs?\s+"
        r"out|collapses?|blows|does\s*n[o']t|see|hit)|(?:如果|要是|万一|假如)(?=[^，。；\n]{0,12}?(?:显存|内存|太慢|慢|不收敛|"

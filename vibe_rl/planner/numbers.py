@@ -30,7 +30,7 @@ _ORDINALS = {"first": "one", "second": "two", "third": "three", "fifth": "five",
 
 PATTERNS = [  # each with the groups (mantissa, sign, exponent)
     rf"(?:{_MANTISSA}{_TIMES})?(?<![\d.])(?:10|十)\s*的\s*(负|-|−|minus\s*)?\s*(\d+|{_CN_INT})\s*次(?:方|幂)",
-    rf"(?:{_MANTISSA}{_TIMES})?(?<![\d.])10\s*(?:\^|\*\*)\s*\(?\s*([-−])?\s*(\d+)\s*\)?",
+    rf"(?:{_MANTISSA}{_TIMES})?(?<![\d.])10\s*(?:\^|\*\*)\s*\(?\s*([-−])?\s*(\d+)(?:\s*\))?",
     rf"(?:{_MANTISSA}{_TIMES})?(?<![\d.])10(⁻)?([⁰¹²³⁴⁵⁶⁷⁸⁹]+)",
     rf"(?:{_MANTISSA}\s+times\s+)?\b(?:10|ten)\s+to\s+the\s+(minus|negative|-)?\s*(\d+|[a-z]+?)(?:st|nd|rd|th)?"
     rf"(?:\s+power)?\b",

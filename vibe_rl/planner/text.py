@@ -16,13 +16,14 @@ from typing import Any
 # "two hundred"). English words match whole words only: "sixteen" is never read as "six".
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
          "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
-         "seventeen": 17, "eighteen": 18, "nineteen": 19, "a single": 1, "a pair of": 2, "a dozen": 12}
+         "seventeen": 17, "eighteen": 18, "nineteen": 19, "a single": 1, "a pair of": 2, "a dozen": 12,
+         "half a dozen": 6}
 TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _CN = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "俩": 2, "仨": 3}
 _UNITS = "|".join(list(WORDS)[:9])  # one ... nine
 _WORD = (rf"(?:(?:a|one|{_UNITS})[ -]hundred(?:(?: and)? (?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?)?"
          rf"|(?:{'|'.join(TENS)})(?:[ -](?:{_UNITS}))?|" + "|".join(sorted(WORDS, key=len, reverse=True)) + ")")
-WORD_NUMBER = rf"\b{_WORD}\b"
+WORD_NUMBER = rf"(?<!thousand )(?<!thousand and )(?<![A-Za-z]-)\b{_WORD}\b"  # never the tail of "one thousand and twenty-four"
 CN_NUMBER = r"(?!万)(?:[俩仨]|[零一二两三四五六七八九十百千万]{1,7})(?![般样直定些下起共点切旦边致])"  # not 一般, 一样, 一起, ...
 _DIGITS = r"(?<![.\d])(?<![\d.][eE]-)\d+"  # never the tail of "1e-6" or "2.5"
 NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
