@@ -73,7 +73,7 @@ def test_trainable_spies_against_static_civilians():
     assert spec.servers[0].model_path == "tiny" and any("tiny" in n for n in spec.notes)
 
 
-@pytest.mark.parametrize("text", ["Train a chess engine with self-play on 8 GPUs", "训练一个下围棋的智能体"])
+@pytest.mark.parametrize("text", ["Train a Diplomacy agent with self-play on 8 GPUs", "训练一个玩三国杀的智能体"])
 def test_unsupported_spec_says_what_is_supported(text):
     with pytest.raises(PlannerError) as info:
         OfflinePlanner().plan(text)

@@ -46,6 +46,8 @@ def pick_family(text: str, families: list[Manifest]) -> tuple[Manifest, list[str
     words = _words(f" {text}")  # a keyword may start with a space (" wolves": never in "werewolves")
     scores = sorted([(sum(words.count(_words(k)) for k in m.all_keywords()), m.name, m) for m in families],
                     key=lambda item: item[:2], reverse=True)
+    if (not scores or scores[0][0] == 0) and (skeleton := turn_based_game(text)):
+        return skeleton
     if not scores or scores[0][0] == 0:
         lines = "\n".join(f"  - {m.name}: {m.description}" for m in families) or "  (none found)"
         raise PlannerError("The offline planner does not know the game or task of this spec: no template family's "
@@ -58,6 +60,19 @@ def pick_family(text: str, families: list[Manifest]) -> tuple[Manifest, list[str
     note = (f"The spec also names {', '.join(others)} (keyword hits); planned as {chosen.name} only{why}. "
             "Plan the other one with its own spec, or pass --family to choose.")
     return chosen, [note] if others else []
+
+
+def turn_based_game(text: str) -> tuple[Manifest, list[str]] | None:
+    """The generic skeleton (a family without keywords) and its note, when the spec names a turn-based game
+    its words list ("tic-tac-toe", "Nim", "liar's dice", "回合制") and no family's keywords occur."""
+    for skeleton in (f for f in list_families() if not f.keywords):
+        words = family_words(skeleton.path)
+        games = "|".join(f"(?:{words[k]})" for k in ("two_player_games", "turn_based_games") if k in words)
+        if games and (game := re.search(games, text, re.IGNORECASE)):
+            return skeleton, [f"The spec names {game.group()!r}, a turn-based game no family plans by itself: planned "
+                              f"with the generic {skeleton.name} skeleton (seats, turns and rewards). Its project "
+                              "plays a placeholder game (Nim) until you write your game's rules in game_rules.py."]
+    return None
 
 
 def _words(text: str) -> str:
@@ -198,19 +213,13 @@ RELATIVES = [(r"\bmafia\b|黑手党", "Mafia", "werewolves",
 
 
 def unknown_game_hint(text: str, families: list[Manifest]) -> str:
-    """For the 'no family' error: a known game that plays like a family, a two-player game the generic skeleton
-    (the family picked only with --family) plans, else the game the spec compares its own to; and how to plan it
-    as that (or the closest) family."""
+    """For the 'no family' error: a known game that plays like a family, else the game the spec compares its
+    own to; and how to plan it as that (or the closest) family."""
     for pattern, game, family, mapping in RELATIVES:
         if family in {f.name for f in families} and re.search(pattern, text, re.IGNORECASE):
             return (f"The spec names {game}, which plays like the {family} family ({mapping}). To plan it as "
                     f"{family}, pass --family {family} or write 'like {family}' in the spec; the plan then notes "
                     "what differs.\n")
-    for skeleton in (f for f in list_families() if not f.keywords):
-        if game := re.search(family_words(skeleton.path).get("two_player_games", "(?!)"), text, re.IGNORECASE):
-            return (f"The spec names {game.group()}, a turn-based game no family plans by itself: plan it with "
-                    f"--family {skeleton.name} (the generic skeleton: the plan holds seats, turns and rewards; you "
-                    "write the game's rules in game_rules.py).\n")
     m = re.search(rf"(?:{_LIKE}|像)\s*(?:the\s+)?([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){{0,2}}|[\u4e00-\u9fff]{{2,6}}?)"
                   r"(?=一样|那样|之类|的|类|游戏|[\s,，.。;；]|$)", text, re.IGNORECASE)
     return "" if not m else (
