@@ -35,13 +35,16 @@ CJK = re.compile(WORDS["cjk"])
 def title_of(text: str) -> str:
     """The game's name: a quoted or capitalised name after 'for'/'play'/'玩', else one the spec opens with (a
     leading number belongs to it: '20 Questions'; it ends before 'for', 'vs', ...), else a lowercase one after
-    'to play', else the family default (not a name in Chinese characters: code and prompts are English)."""
+    'to play', else a game words.yaml knows ('chess'), else the family default (not a name in Chinese
+    characters: code and prompts are English)."""
     title = WORDS["title"]
     lead, played = re.search(title["opening"], text), re.search(title["to_play"], text)
     m = re.search(title["named"], text) or re.search(title["played_zh"], text) or re.search(title["bracketed"], text) \
         or (lead if lead and not re.match(NOT_OPENING, lead.group(1)) else None) \
         or (played if played and not re.fullmatch(NOT_PLAYED, played.group(1), re.IGNORECASE) else None)
-    name = m.group(1).strip() if m and not CJK.search(m.group(1)) else "Turn-based game"
+    game = re.search(rf"{WORDS['two_player_games']}|{WORDS['turn_based_games']}", text, re.IGNORECASE)
+    name = next((n.strip() for n in (m and m.group(1), game and game.group()) if n and not CJK.search(n)
+                 and not re.fullmatch(r"turn[\s_-]*based", n, re.IGNORECASE)), "Turn-based game")  # else a known game
     return name[0].upper() + name[1:]
 
 

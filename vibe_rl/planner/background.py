@@ -24,38 +24,44 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\b(?:on|in|for|with)\s+(?:a|an|my|our|the|some)?\s*(?:other|another|different|previous|earlier|old|older|past)"
        r"\s+(?:project|run|experiment|task|paper|setup|codebase|repo)s?\b|\banother\s+project\b|"
        r"\b(?:our|my|the)\s+(?:previous|old|earlier|last|original)\s+(?:config|setup|run|attempt|experiment|project|yaml)\b|"
-       r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously|considered|talked\s+about)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
+       r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously|considered|said|talked\s+about)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
        r"\bback\s+then\b|\bin\s+the\s+past\b|\bwhen\s+(?:i|we)\s+(?:did|ran|tried|trained|used|had)\b|"
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b|\bin\s+v\d+\b|"
        r"\b(?:my|our|the)\s+(?:last|previous|earlier|first|old)\s+(?:attempt|try|version|round of experiments)\b|"
+       r"\b(?:v\d+(?:\.\d+)?|r\d+|run\s*#?\s*\d+|which|that\s+run)\s+(?:used|had|ran|trained|collapsed|diverged)\b|"
+       r"\bsmoke[\s-]*test\w*\b|\bwas\s+(?=\d|(?:the|our)\s+(?:\w+\s+)?baseline\b)|\bcompar(?:e|ed|ing)\s+(?:it\s+)?(?:against|with)\b|"
+       r"\b(?:unrelated\s+to|not\s+(?:for|part\s+of))\s+this\s+run\b|"
        r"\bmaybe\s+later\b|\bfor\s+reference\b|\bbackground\s*[:：]|\brecap\s+of\b|\bon\s+hold\b|\blater\s+(?:we|i)\s+(?:might|may|could|can|will)\b|\bin\s+the\s+future\b|\beventually\b")
 # A case that may come later ("如果显存不够就改成 batch 8"); not a condition of the game's rules ("如果平票就再投一次")
 _IF = (r"\bif\s+(?:it|that|this|training|the\s+run|memory|we)\s+(?:diverges?|ooms?|crash\w*|fails?|is\s+too|runs?\s+"
        r"out|collapses?|blows|does\s*n[o']t|see|hit)|(?:如果|要是|万一|假如)(?=[^，。；\n]{0,12}?(?:显存|内存|太慢|慢|不收敛|"
        r"发散|崩|不够|OOM|爆))")
-_ZH = r"\bv\d+\s*(?:的时候|时)|那时候?|上一?次|上一?回|上一?版|上个版本|旧版|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时|以后可能|以后可以|将来|后续可能"
+_ZH = r"(?:跟|和|与)(?:这个|本次|这次)\s*\w*\s*无关|\bv\d+\s*(?:的时候|时)|那时候?|上一?次|上一?回|上一?版|上个版本|旧版|去年|以前|之前(?=我|我们|的|用|跑|试|训)|曾经|另一个项目|别的项目|上个月|上周|前几天|当时|以后可能|以后可以|将来|后续可能"
 MARKER = re.compile(rf"{_EN}|{_ZH}|{_IF}", re.IGNORECASE)
 # Markers that close their part ("PPO on a different project", "10 players a year ago"): the part starts before
 # them, at the start of their comma part; every other marker starts its part ("上周那版 lr 太大", "last time ...")
-TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the)\s|\banother\b|\bago\b|\bback\s+then\b|\bin\s+the\s+past\b|"
-                      r"另一个项目|别的项目", re.IGNORECASE)
+TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the|was|unrelated|not)\s|\banother\b|\bago\b|\bback\s+then\b|"
+                      r"\bin\s+the\s+past\b|另一个项目|别的项目|跟|和|与", re.IGNORECASE)
 # The writer comes back to this training
 NOW = re.compile(r"\b(?:so|but|except)\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
                  re.IGNORECASE)
 NEGATED = re.compile(r"(?:\bnot\b|\bnever\b|\b(?:don'?t|do\s+not|doesn'?t|does\s+not|won'?t)\s+(?:use|take|need|want)\b|"
                      r"\brather\s+than\b|\binstead\s+of\b|不要|不用|别用|而不是)[ \t]*(?:(?:the|all|those|these|use|用)[ \t]+)*"
                      r"(?<![\w.])\d[\d.]*(?:e-?\d+)?(?:[ \t]*(?:[A-Za-z]+|张卡|张|卡|块|个|步|轮|人))?", re.IGNORECASE)
+# A date heading alone on its line ("## 2026-11-27", "2026/11/28:", "11-29 (Fri)"): with two or more, the spec is a
+# log and only the last entry is this training
+_DATED = re.compile(r"^[ \t]*#*[ \t]*(?:\d{4}[-/.])?\d{1,2}[-/.]\d{1,2}(?:[ \t]*\([^)\n]{1,12}\))?[ \t]*[:：]?[ \t]*$", re.MULTILINE)
 _BLOCK_LINE = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*")  # an indented or list line of a block
 
 
 def blank_background(text: str) -> tuple[str, list[str]]:
     """(the text with background parts replaced by spaces, one note naming them)."""
     chars, parts = list(text), []
-    for start, end in SpecText(text).clauses():
+    for start, end in _unwrapped(SpecText(text).clauses(), text):
         marker = MARKER.search(text, start, end)
         if marker is None:
             continue
-        head = (max([start] + [text.rfind(c, start, marker.start()) + 1 for c in ",，;；:：、"])
+        head = (max([start] + [text.rfind(c, start, marker.start()) + 1 for c in ",，;；:：、#"])
                 if TRAILING.match(marker.group()) else marker.start())  # trailing: its comma part's start
         now = NOW.search(text, marker.end(), end)
         opened, closed = (max(text.rfind(c, start, marker.start()) for c in pair) for pair in ("(（", ")）"))
@@ -76,6 +82,10 @@ def blank_background(text: str) -> tuple[str, list[str]]:
             continue
         chars[head:stop] = [c if c.isspace() else " " for c in chars[head:stop]]
         parts.append(part)
+    if len(dated := list(_DATED.finditer(text))) > 1:  # a log: "## 2026-11-27 ... ## 2026-11-28 today's plan"
+        head, stop = dated[0].end(), dated[-1].start()
+        chars[head:stop] = [c if c.isspace() else " " for c in chars[head:stop]]
+        parts.append(f"the log entries before {dated[-1].group().strip(' #')}")
     quoted = "; ".join(repr(p if len(p) <= 80 else p[:77] + "...") for p in parts)
     notes = [f"Read as background (another, an earlier or a possible later training), not as settings of this one: "
              f"{quoted}. State a value as this training's to have it planned."] if parts else []
@@ -86,6 +96,20 @@ def blank_background(text: str) -> tuple[str, list[str]]:
     return "".join(chars), notes
 
 
+def _unwrapped(clauses: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
+    """The clauses, a sentence hard-wrapped over lines joined into one: a long line that ends mid-sentence and a
+    next line that goes on in lower case ("We compare against (a) the run (9 players,\nlr 1e-6, 4 GPUs)")."""
+    out: list[tuple[int, int]] = []
+    for start, end in clauses:
+        if (out and _WRAP.match(text, out[-1][1]) and out[-1][1] - text.rfind("\n", 0, out[-1][1]) > 50
+                and not re.search(r"[.。;；:：!?！？]\s*$", text[out[-1][0]:out[-1][1]])):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+_WRAP = re.compile(r"[ \t]*\n[ \t]*[a-z0-9(]")
 _DECLINED = (r"(?:\bno\b|\bnot\b|\bwithout\b|\binstead\s+of\b|\brather\s+than\b|\bunlike\b|\bvs\.?|\bversus\b|"
              r"\bthan\b|\bdon'?t\s+(?:use|need|want)\b|\bnor\b|不用|不要|无需|不需要|没有|而不是|而非|不是)[\s\w(),-]{0,12}$")
 ASKS = [  # (what the spec asks for, the error's text)
