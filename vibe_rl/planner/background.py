@@ -10,7 +10,8 @@ Also here: asks no vibe-rl project can hold (`check_supported`: images, video or
 Qwen2.5-VL; a value model, e.g. actor-critic or PPO, though a bare "critic" is a workflow agent reviewing
 another's answer; preference optimisation: DPO, KTO, ORPO, SimPO), refused before a family is planned, each
 error saying what was asked, why the plan cannot hold it and what to write instead. A mention that declines
-the ask ("GRPO, not PPO", "不用 PPO") is not one, nor is a PPO term GRPO shares ("PPO-style clipping").
+the ask ("GRPO, not PPO", "不用 PPO") is not one, nor is a PPO term GRPO shares ("PPO-style clipping"), nor a
+container's image ("image: vibe-rl:0.9.3", "the docker image").
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|q
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b|\bin\s+v\d+\b|"
        r"\b(?:my|our|the)\s+(?:last|previous|earlier|first|old)\s+(?:attempt|try|version|round of experiments)\b|"
        r"\b(?:v\d+(?:\.\d+)?|r\d+|run\s*#?\s*\d+|which|that\s+run)\s+(?:used|had|ran|trained|collapsed|diverged)\b|"
-       r"\bsmoke[\s-]*test\w*\b|\bwas\s+(?=\d|(?:the|our)\s+(?:\w+\s+)?baseline\b)|\bcompar(?:e|ed|ing)\s+(?:it\s+)?(?:against|with)\b|"
+       r"\bsmoke[\s-]*test\w*\b|\bprev(?:ious)?\s+(?:run|config|setup|attempt|experiment|version)s?\b|\bwas\s+(?=\d|(?:the|our)\s+(?:\w+\s+)?baseline\b)|\bcompar(?:e|ed|ing)\s+(?:it\s+)?(?:against|with)\b|"
        r"\b(?:unrelated\s+to|not\s+(?:for|part\s+of))\s+this\s+run\b|"
        r"\bmaybe\s+later\b|\bfor\s+reference\b|\bbackground\s*[:：]|\brecap\s+of\b|\bon\s+hold\b|\blater\s+(?:we|i)\s+(?:might|may|could|can|will)\b|\bin\s+the\s+future\b|\beventually\b")
 # A case that may come later ("如果显存不够就改成 batch 8"); not a condition of the game's rules ("如果平票就再投一次")
@@ -57,7 +58,7 @@ _BLOCK_LINE = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*")  # an ind
 def blank_background(text: str) -> tuple[str, list[str]]:
     """(the text with background parts replaced by spaces, one note naming them)."""
     chars, parts = list(text), []
-    for start, end in _unwrapped(SpecText(text).clauses(), text):
+    for start, end in SpecText(text).clauses():
         marker = MARKER.search(text, start, end)
         if marker is None:
             continue
@@ -96,25 +97,12 @@ def blank_background(text: str) -> tuple[str, list[str]]:
     return "".join(chars), notes
 
 
-def _unwrapped(clauses: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
-    """The clauses, a sentence hard-wrapped over lines joined into one: a long line that ends mid-sentence and a
-    next line that goes on in lower case ("We compare against (a) the run (9 players,\nlr 1e-6, 4 GPUs)")."""
-    out: list[tuple[int, int]] = []
-    for start, end in clauses:
-        if (out and _WRAP.match(text, out[-1][1]) and out[-1][1] - text.rfind("\n", 0, out[-1][1]) > 50
-                and not re.search(r"[.。;；:：!?！？]\s*$", text[out[-1][0]:out[-1][1]])):
-            out[-1] = (out[-1][0], end)
-        else:
-            out.append((start, end))
-    return out
-
-
-_WRAP = re.compile(r"[ \t]*\n[ \t]*[a-z0-9(]")
 _DECLINED = (r"(?:\bno\b|\bnot\b|\bwithout\b|\binstead\s+of\b|\brather\s+than\b|\bunlike\b|\bvs\.?|\bversus\b|"
              r"\bthan\b|\bdon'?t\s+(?:use|need|want)\b|\bnor\b|不用|不要|无需|不需要|没有|而不是|而非|不是)[\s\w(),-]{0,12}$")
 ASKS = [  # (what the spec asks for, the error's text)
     (r"\bmulti[\s-]*modal\b|\bvision[\s-]*language\b|\bVLMs?\b|[\w.]-VL\b|-VL-|\bllava\b|\binternvl\b|"
-     r"\b(?:images?|pictures?|photos?|screenshots?|videos?|audio)\b|多模态|图像|图片|视觉|视频|音频|看图",
+     r"(?<!docker )(?<!container )\b(?:images?(?!\s*[:=]\s*[\w./-]+:[\w.-]+\s*$)|pictures?|photos?|screenshots?|"
+     r"videos?|audio)\b|多模态|图像|图片|视觉|视频|音频|看图",
      "images, video or audio as input ({said!r}): vibe-rl serves causal language models and its games exchange "
      "text only. Describe the game in text (e.g. the picture's word as a text clue) and name a text model, then "
      "plan again."),
@@ -133,7 +121,7 @@ ASKS = [  # (what the spec asks for, the error's text)
 def check_supported(text: str) -> tuple[str, list[str]]:
     """PlannerError for the first ask of ASKS the spec makes (and does not decline); else (the text, no notes)."""
     for pattern, why in ASKS:
-        for m in re.finditer(pattern, text, re.IGNORECASE):
+        for m in re.finditer(pattern, text, re.IGNORECASE | re.MULTILINE):
             if re.search(_DECLINED, text[text.rfind("\n", 0, m.start()) + 1:m.start()], re.IGNORECASE):
                 continue
             said = text[slice(*part_around(text, m.start(), m.end(), "\n,，.。;；:：", "\n,，。;；"))].strip()

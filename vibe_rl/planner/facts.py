@@ -160,7 +160,7 @@ def model_paths(src: SpecText) -> list[Found]:
     out: list[Found] = []
     # a single folder under the root counts when a place word leads to it ("Llama-3.1-8B-Instruct at /llama8b")
     for m in src.finditer(rf"`(/[^`\s]+)`|(?<![A-Za-z0-9_./])((?:\.{{1,2}})?/(?:{PATH_CHAR}+/)+{PATH_CHAR}+)"
-                          r"|`([\w-]+/[\w.-]+)`"
+                          r"|`([\w-]+/[\w.-]+)`|(?<![\w\\])([A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]+)"  # D:\models\q7b
                           r"|(?<![\w/])([A-Za-z][\w-]*/[\w.-]*?\d+(?:\.\d+)?[bBmM][\w.-]*)"
                           r"|(?:(?<=\bat\s)|(?<=\bin\s)|(?<=\bfrom\s)|(?<=\bunder\s))(/[A-Za-z][\w.-]*\d[\w.-]*)(?![\w/])"):
         path, start = m.group(m.lastindex).rstrip("."), m.start(m.lastindex)  # the one alternative's group

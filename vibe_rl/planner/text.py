@@ -30,7 +30,7 @@ NUM = rf"({_DIGITS}|{CN_NUMBER}|{WORD_NUMBER})"
 
 PATH_CHAR = r"(?:[^\W\u3040-\u9fff]|[.-])"  # a path's character: a path ends where Chinese text goes on ("/m/q7b四张卡")
 _PATH = (rf"(?:https?://[^\s`'\"，。；）)]+|(?<![A-Za-z0-9_.])\.{{0,2}}/(?:{PATH_CHAR}+/)*{PATH_CHAR}+"
-         r"|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*)")
+         r"|\b[A-Za-z][\w.-]*/[\w.-]*[A-Za-z][\w.-]*|\b[A-Za-z]:\\[\w.\\-]+)")
 _ENV = r"(?-i:\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"
 MODEL_NAME = (r"(?<![\w/.-])(?!(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]+\b))(?:qwen|gpt|claude|deepseek|llama|glm|mistral|mixtral|gemma|yi(?=[-\d])|baichuan|internlm|"
               r"o[134]|gemini|kimi|moonshot|doubao|ernie|hunyuan|phi-\d)[\w.-]*(?![\w/])")
@@ -55,6 +55,9 @@ IGNORED_NUMBER = re.compile(r"(?:agents?|智能体)\s*\d+\s*(?:和|与|、|,|&|a
                             r"|\d+(?:\.\d+)?\s*[bBmMkK]\b", re.IGNORECASE | re.MULTILINE)
 REPORT_WIDTH = 80  # an unparsed entry longer than this is cut down to the part around its fact
 CLAUSE_END = re.compile(r"\n|[;。；！？!?]|\.(?=\s|$)")
+# A line that goes on the sentence before it: no list marker or key, a lower-case, digit, path or CJK start
+WRAPPED = re.compile(r"[ \t]*(?!\d+[.)、）]|[(（]\d+[)）]|[一二三四五六七八九十]+、|[-*•]\s|[\w .-]{1,30}[:：=])[a-z0-9(/\u4e00-\u9fff]")
+CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
 
 
 @dataclass
@@ -114,9 +117,18 @@ class SpecText:
         return re.finditer(pattern, self.text, re.IGNORECASE)
 
     def clauses(self) -> list[tuple[int, int]]:
-        """(start, end) of each line or sentence."""
-        bounds = [0, *(i for m in CLAUSE_END.finditer(self.text) for i in m.span()), len(self.text)]
-        return [(a, b) for a, b in zip(bounds[::2], bounds[1::2], strict=True) if self.text[a:b].strip()]
+        """(start, end) of each line or sentence; a sentence hard-wrapped over lines is one ("We compare against
+        (a) the run (9 players,\nlr 1e-6, 4 GPUs)", "model 用\n/ckpt/q14b，给它 6 张卡")."""
+        text, out = self.text, []
+        bounds = [0, *(i for m in CLAUSE_END.finditer(text) for i in m.span()), len(text)]
+        for a, b in zip(bounds[::2], bounds[1::2], strict=True):
+            line = text[text.rfind("\n", 0, a - 1) + 1:a - 1]  # the line before this one
+            if out and text[a - 1:a] == "\n" and WRAPPED.match(text, a) and len(line) + len(CJK.findall(line)) > 60 \
+                    and not re.search(r"[.。;；:：!?！？=]\s*$|^\s*[\"{\[]", line):
+                out[-1] = (out[-1][0], b)
+            elif text[a:b].strip():
+                out.append((a, b))
+        return out
 
     def clause_of(self, position: int) -> tuple[int, int]:
         return next(((a, b) for a, b in self.clauses() if a <= position < b), (position, position))
