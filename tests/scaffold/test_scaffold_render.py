@@ -104,7 +104,7 @@ def test_spec_files_with_a_bom_are_read_and_other_encodings_named(tmp_path, enco
 
 
 def test_unsupported_spec_writes_nothing(tmp_path):
-    done = new("train a chess engine", "--planner", "offline", cwd=tmp_path)
+    done = new("train a Diplomacy negotiation agent", "--planner", "offline", cwd=tmp_path)
     assert done.returncode != 0 and "does not know the game" in done.stderr, done.stderr
     assert "Families it knows" in done.stderr and "who_is_spy" in done.stderr and "--family turn_based" in done.stderr
     assert not any(tmp_path.iterdir())
