@@ -21,10 +21,14 @@ PLAYERS = rf"{NUM}\s*(?:名|个|位)?\s*(?:{WORDS['players']})"
 _LEARNER = rf"(?:the\s+)?(?:{WORDS['learner']})(?:{WORDS['learner_aside']}){{0,3}}"
 ORDER = {w: i for i, said in enumerate(WORDS["order"].split("|")) for w in said.split()}  # word -> seat
 ORD = rf"((?:{'|'.join(ORDER)})(?![a-z]))"  # a turn-order word: "first", "2nd", "后手"
-# "the learner always sits in seat 0", "learner seat: 1", "the learner plays second (O)", "我们的模型执白,也就是后手"
-SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:{WORDS['seat_verbs']})?\s*(?:the\s+)?seat\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)"
+# "the learner always sits in seat 0", "learner seat: 1", "learner_seat=2", "Our learner plays X (seat 0)", "the learner plays second (O)",
+# "我们的模型执白,也就是后手", "the **learner** and moves **first**" (markdown emphasis), "learner moving 2nd"
+SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:{WORDS['seat_verbs']})?[\s_]*(?:(?:{WORDS['sides']})\s*[(（,，]?\s*)?(?:the\s+)?seat"
+        rf"\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)"
         rf"|{_LEARNER}\s*(?:always\s+)?(?:{WORDS['side_verbs']})?\s*(?:(?:{WORDS['sides']})\s*(?:方|棋|stones?|pieces?)?"
-        rf"(?:{WORDS['side_link']}))?{ORD}|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:{WORDS['order_verbs']})\s+{ORD}")
+        rf"(?:{WORDS['side_link']}))?{ORD}|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:{WORDS['order_verbs']})\s+[*_]{{0,2}}{ORD}")
+# What restates the seat right after it: "seat 2 (moves second)", "seat 2 (1-based)", "= 2, # 0-based", "first (seat 0)"
+AGAIN = rf"\W*(?:(?:moves|goes|plays)\s+)?{ORD}|\W*([01])[\s-]*(?:based|indexed)|\W*seat\s*(\d+)"
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
 PLAYER_NUMBER = rf"{_LEARNER}\s*(?:is|plays as|=|[:：])?\s*player\s*#?\s*(\d+|(?-i:[A-D])\b)"  # "player B": seat 1
 NOT_OPENING = rf"(?i:{WORDS['not_opening']})\b"  # "Train a ...": a request, not the game's name
@@ -68,11 +72,15 @@ def players(facts: Facts, notes: list[str]) -> Found | None:
 def learner_seat(facts: Facts) -> Found | None:
     """The learner's seat, 0-based ('seat 0'; 'plays first' is 0, '2nd' 1, 'sits third' 2), or None (drawn per episode)."""
     if m := facts.src.search(SEAT, mark=False) or facts.src.search(WORDS["own_side"], mark=False):
-        said = next(g for g in m.groups() if g)  # "seat 2 (moves second)", "seat 2 (1-based)": counted from 1
-        after = said.isdigit() and re.match(rf"\W*(?:(?:moves|goes|plays)\s+)?{ORD}|\W*1[\s-]*(?:based|indexed)", facts.text[m.end():], re.I)
-        one = after and (not after.group(1) or ORDER[after.group(1).lower()] + 1 == int(said))
-        return Found(int(said) - bool(one) if said.isdigit() else ORDER[said.lower()],
-                     m.start(), m.end() + (after.end() if one else 0))
+        said = next(g for g in m.groups() if g)
+        seat = int(said) if said.isdigit() else ORDER[said.lower()]
+        again = re.match(AGAIN, facts.text[m.end():], re.IGNORECASE)
+        order, based, number = again.groups() if again else (None, None, None)
+        if said.isdigit() and (based or order and ORDER[order.lower()] + 1 == seat):  # "seat 2 (moves second)": from 1
+            seat -= based != "0"
+        elif not (order and ORDER[order.lower()] == seat or number and not said.isdigit() and int(number) - seat in (0, 1)):
+            again = None  # it says something else: not read with the seat
+        return Found(seat, m.start(), m.end() + (again.end() if again else 0))
     if (player := facts.src.search(PLAYER_NUMBER, mark=False)) is None:
         return None
     zero, end = re.search(WORDS["zero_based"], facts.text, re.IGNORECASE), player.end()

@@ -8,7 +8,8 @@ to the end of its sentence; "<value> instead" corrects with the comma part befor
 replaces the latest earlier value of its kind (field, GPU count, player count, port, path or model name; the
 same scope, "each"/"total", when one is said). A bare number ("no wait, 32", "改成 200") replaces the latest
 value of the kind a field word right before the marker names ("batch 改为 16"), else the value just before the
-marker on the same line. A value with no earlier one of its kind is new, not a fix: it is left alone."""
+marker on the same line, else it answers the question just before ("lr 沿用上次的 5e-6？" ... "不对，这次改成 2e-6": lr 2e-6).
+A value with no earlier one of its kind is new, not a fix: it is left alone."""
 
 from __future__ import annotations
 
@@ -80,6 +81,20 @@ def _earlier(text: str, end: int, kind: str | None, scope: str) -> Value | None:
     return max(pick, key=lambda v: v.start) if pick else None
 
 
+# A question of one line ("lr 沿用上次的 5e-6？", its old value blanked as background)
+_QUESTION = re.compile(r"[^\n?？。!！]*[?？]")
+
+
+def _asked(text: str, position: int) -> tuple[str, str] | None:
+    """(the field word, the question) of the last question before `position`, when it holds no number (its value
+    is what the answer gives) and ended at most 2 lines before; else None."""
+    questions = list(_QUESTION.finditer(text, 0, position))
+    if not questions or re.search(r"\d", asked := questions[-1].group()) or text.count("\n", questions[-1].end(), position) > 2:
+        return None
+    word = next((m.group() for row in TRAINING if (m := re.search(row.words(), asked, re.I))), None)
+    return word and (word, " ".join(asked.split()))
+
+
 def _edits(text: str, start: int, end: int, lead: tuple[int, int]) -> tuple[list[tuple[int, int, str]], list[str]]:
     """(edits (start, end, replacement), notes) for a correction in text[start:end]; text[slice(*lead)] is its
     comma part before the marker, whose field word names a bare number's kind ("batch 改为 16")."""
@@ -91,6 +106,9 @@ def _edits(text: str, start: int, end: int, lead: tuple[int, int]) -> tuple[list
         old = _earlier(text, lead[1] if kind else start, kind, "")
         if old is not None and (kind or (start - old.end <= 60 and "\n" not in text[old.end:start])):
             fixes = [(old, bare.group(1), start + bare.start(1), start + bare.end(1))]
+        elif kind is None and (asked := _asked(text, lead[0])):  # the value the question asks for: "lr 2e-6"
+            a, b = start + bare.start(1), start + bare.end(1)
+            return [(a, b, f"{asked[0]} {bare.group(1)}")], [f"Read {bare.group(1)} as {asked[0]}: the answer to {asked[1]!r}."]
     said = text[start:end].strip(" ,，")
     said = said if len(said) <= 60 else said[:57] + "..."
     # the old value is replaced wherever it was said ("batch size 32. ... batch 32 won't fit, make the batch size 16")

@@ -19,7 +19,8 @@ Rewritten phrasings (`rewrite_counts`): "2 of the 6 players are spies" / "1 out 
 players, 2 of whom are spies", so each family's rules read both numbers; "two of them spies" -> "two of whom
 are spies"; "a two-spy game" -> "two spies"; "两人对局" / "双人对战" -> "2 名玩家对局" (a player count every family
 reads); a bare "N 人" alone in its part or before a role count ("，2 人，", "谁是卧底 6 人 1 卧底") or spoken
-("12个人那种") -> "N 名玩家".
+("12个人那种") -> "N 名玩家"; a Chinese filler adverb between a word and its number is blanked ("lr 先 2e-6", "卡就用 4
+张": "lr   2e-6", "卡 用 4 张"), so the word stands next to its number.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from vibe_rl.planner.table import TRAINING, read, unplaced_notes
 from vibe_rl.planner.text import MODEL_NAME, NUM, PATH_CHAR, Found, SpecText, to_int
 from vibe_rl.schema.job import StaticModel
 
-# English words whole: "close" holds no "lose", "twins" no "wins"
-WIN_WORDS = r"(?-i:\bW)(?=\s*=\s*[-+]?\d(?:\.\d+)?(?![\d.]))|胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
-LOSS_WORDS = r"(?-i:\bL)(?=\s*=\s*[-+]?\d(?:\.\d+)?(?![\d.]))|[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b|\bothers(?=\s*[:：=]?\s*[-+]?\d)"
+# English words whole: "close" holds no "lose", "twins" no "wins"; config keys too ("reward_win=1.0", "loss_reward: -1")
+WIN_WORDS = r"\b(?:reward[_-]win|win[_-]reward)\b|(?-i:\bW)(?=\s*=\s*[-+]?\d(?:\.\d+)?(?![\d.]))|胜(?=\s*[:：=]?\s*[-+]?\d)|胜者|获胜者?|胜利|胜方|赢方|赢家|赢了?|\bwinners?|\bwinning|\bwins?\b|\bwon\b"
+LOSS_WORDS = r"\b(?:reward[_-]loss|loss[_-]reward)\b|(?-i:\bL)(?=\s*=\s*[-+]?\d(?:\.\d+)?(?![\d.]))|[负败](?=\s*[:：=]?\s*[-+]?\d)|败者|失败者?|败方|负方|负者|输方|输家|输了?|\blosers?|\blosing|\bloss(?:es)?\b|\blose[sd]?\b|\blost\b|\bothers(?=\s*[:：=]?\s*[-+]?\d)"
 # ASCII word boundaries: a CJK neighbour is a boundary ("奖励为1", "失败为0")
 _SIGNED = r"(?<![A-Za-z0-9_.])([-+]?\d+(?:\.\d+)?)(?![A-Za-z0-9_.]*[%/]?[A-Za-z0-9_])"
 
@@ -132,10 +133,15 @@ _BARE_PEOPLE = re.compile(
     r"(?=\s*(?:$|[\n,，;；。)）]|\d+\s*(?:个|名)?\s*(?:卧底|狼|民|神|平民)|[一二三四五六七八九十两]+\s*(?:个|名)?\s*(?:卧底|狼)))",
     re.MULTILINE)
 
+# "先" (first), "就" (just), "这次" (this time), "暂时" (for now) after a word, right before a number or before 用 / 设 /
+# 给 / 开 and one ("lr 先 2e-6", "卡就用 4 张"; not "，这次 7 人", which starts its part)
+_FILLER = re.compile(r"(?<=[A-Za-z\u4e00-\u9fff])([ \t]*)(?:先|就|这次|这回|暂时|暂且)(?=\s*(?:用|设为?|给|开)?\s*\d)")
+
 
 def rewrite_counts(text: str) -> tuple[str, list[str]]:
     """(the text with the count phrasings of the module docstring rewritten, notes)."""
     notes: list[str] = []
+    text = _FILLER.sub(lambda m: m.group(1) + " " * (len(m.group()) - len(m.group(1))), text)
 
     def of_the(m: re.Match) -> str:
         notes.append(f"Read {m.group()!r} as {m.group(2)} {m.group(3)}, {m.group(1)} of whom {m.group(4)} ...")
@@ -176,9 +182,10 @@ _BARE = (r"(?:胜者|赢家|败者|输家|胜|负|败|赢|输|\bwinners?|\bloser
 # A goal of the game, not a reward: "the first player to bank 30 points wins", "reach 100 points", "先到 30 分"
 _GOAL = (r"(?:first\s+(?:\w+\s+){0,3}?to|reach(?:es|ing)?|until|at least|先到|先得|达到|先报到)\s*(?:\w+\s+){0,2}?"
          r"(\d+(?:\.\d+)?)")
-# A draw's value (turn_based's game.draw_reward): "a draw gives the learner 0", "ties score 0.5", "平局给 0.5 分"
-DRAW = (r"(?:\bdraws?|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](?=\s*[-+]?\d)|(?:(?<=\d,\s)|(?<=\d\s))(?-i:D)(?=\s*=))"
-        r"(?:\s*[(（][^()（）\n]{0,20}[)）])?\s*(?:rewards?|奖励|得分)?\s*"
+# A draw's value (turn_based's game.draw_reward): "a draw gives the learner 0", "ties score 0.5", "平局给 0.5 分",
+# "draw_reward=0.0", "reward_draw: 0.5"
+DRAW = (r"(?:\bdraws?|\breward[_-]draw\b|\bties?|平局|和棋|和局|(?<![\u4e00-\u9fff])[平和](?=\s*[-+]?\d)|(?:(?<=\d,\s)|(?<=\d\s))(?-i:D)(?=\s*=))"
+        r"(?:\s*[(（][^()（）\n]{0,20}[)）])?[\s_-]*(?:rewards?|奖励|得分)?\s*"
         r"(?:gives|=|:|：|is|are|scores?|gets|pays|counts\s+as|is\s+worth|->|→|为|得|给|算)?\s*"
         r"(?:the\s+learner\s*|学习者\s*)?(?:a\s+reward\s+of\s+)?(?<![\w.])([-+]?\d+(?:\.\d+)?)(?!\.?\d|(?!分)\w|%)"
         r"|(?<![\w.])([-+]?\d+(?:\.\d+)?)\s+for\s+(?:a\s+)?(?:draw|tie)\b|(?:平局|和棋|和局)\s*(不得分|不计分|不扣分)")
