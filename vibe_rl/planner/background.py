@@ -24,7 +24,7 @@ from vibe_rl.planner.text import SpecText, part_around
 _EN = (r"\blast\s+(?:year|time|month|week|run|summer|spring|autumn|fall|winter|quarter)\b|\bpreviously\b|"
        r"\b(?:on|in|for|with)\s+(?:a|an|my|our|the|some)?\s*(?:other|another|different|previous|earlier|old|older|past)"
        r"\s+(?:project|run|experiment|task|paper|setup|codebase|repo)s?\b|\banother\s+project\b|"
-       r"\b(?:our|my|the)\s+(?:previous|old|earlier|last|original)\s+(?:config|setup|run|attempt|experiment|project|yaml)\b|"
+       r"\b(?:our|my|the)\s+(?:previous|old|earlier|last|original|pilot)\s+(?:config|setup|run|attempt|experiment|project|yaml)\b|"
        r"\bused\s+to\b|\b(?:i|we)\s+(?:tried|used|had|ran|lost|once|previously|considered|said|talked\s+about)\b|\ba\s+(?:year|month|week|while)\s+ago\b|"
        r"\bback\s+then\b|\bin\s+the\s+past\b|\bwhen\s+(?:i|we)\s+(?:did|ran|tried|trained|used|had)\b|"
        r"\b(?:i|we)\s+did\b|\bin\s+(?:19|20)\d\d\b|\bin\s+v\d+\b|"
@@ -44,11 +44,17 @@ MARKER = re.compile(rf"{_EN}|{_ZH}|{_IF}", re.IGNORECASE)
 TRAILING = re.compile(r"\b(?:on|in|for|with|our|my|the|was|unrelated|not)\s|\banother\b|\bago\b|\bback\s+then\b|"
                       r"\bin\s+the\s+past\b|另一个项目|别的项目|跟|和|与", re.IGNORECASE)
 # The writer comes back to this training
-NOW = re.compile(r"\b(?:so|but|except)\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
+NOW = re.compile(r"\b(?:so|but|except)\s*[:：]|\bbut\s+(?:a\s+few|some|with|these|the\s+following)\b|\bchanges?\s*[:：]|\bthis\s+time\b|\bnow\b|\bthis\s+run\b|\btoday\b|\bhere\b(?=\s*[:,])|这次|这回|本次|现在|今天|此次|这一?版|本版|这一?轮|新版",
                  re.IGNORECASE)
-NEGATED = re.compile(r"(?:\bnot\b|\bnever\b|\b(?:don'?t|do\s+not|doesn'?t|does\s+not|won'?t)\s+(?:use|take|need|want)\b|"
+NEGATED = re.compile(r"(?:\bnot\b|\bnever\b|\b(?:don'?t|do\s+not|doesn'?t|does\s+not|won'?t)\s+(?:use|take|need|want|"
+                     r"(?:cap|set|go|run|limit)\s+(?:it\s+)?(?:at|to|with|for)?)\b|"
                      r"\brather\s+than\b|\binstead\s+of\b|不要|不用|别用|而不是)[ \t]*(?:(?:the|all|those|these|use|用)[ \t]+)*"
                      r"(?<![\w.])\d[\d.]*(?:e-?\d+)?(?:[ \t]*(?:[A-Za-z]+|张卡|张|卡|块|个|步|轮|人))?", re.IGNORECASE)
+# The value said instead, right after a turned-down one, without its unit: "not 8 GPUs, use 4", "lr not 1e-5 -> 2e-6",
+# "don't cap at 15 days, 10 is enough" (it takes the turned-down value's unit: "4 GPUs", "10 days")
+INSTEAD = re.compile(r"[ \t]*(?:[(（][^()（）\n]*[)）][ \t]*)?(?:[,，;；][ \t]*)?(?:->|→|=>|\buse\b|\bgo\s+with\b|\bmake\s+it\b|"
+                     r"\bjust\b|改成|用)?[ \t]*(?<![\w.])(\d[\d.]*(?:e-?\d+)?)(?![\d.]*[ \t]*(?:%|张|卡|个|步|轮|人|(?!(?:is|are|will|should)\b)[A-Za-z]))"
+                     r"(?:[ \t]+(?:is|are|will\s+do|should\s+do)(?:[ \t]+(?:enough|fine|plenty|ok))?)?", re.IGNORECASE)
 # A date heading alone on its line ("## 2026-11-27", "2026/11/28:", "11-29 (Fri)"): with two or more, the spec is a
 # log and only the last entry is this training
 _DATED = re.compile(r"^[ \t]*#*[ \t]*(?:\d{4}[-/.])?\d{1,2}[-/.]\d{1,2}(?:[ \t]*\([^)\n]{1,12}\))?[ \t]*[:：]?[ \t]*$", re.MULTILINE)
@@ -90,11 +96,16 @@ def blank_background(text: str) -> tuple[str, list[str]]:
     quoted = "; ".join(repr(p if len(p) <= 80 else p[:77] + "...") for p in parts)
     notes = [f"Read as background (another, an earlier or a possible later training), not as settings of this one: "
              f"{quoted}. State a value as this training's to have it planned."] if parts else []
-    turned_down = list(NEGATED.finditer("".join(chars)))
-    for m in turned_down:
-        chars[m.start():m.end()] = " " * (m.end() - m.start())
+    text = "".join(chars)
+    turned_down = list(NEGATED.finditer(text))
+    for m in reversed(turned_down):  # from the end: an instead's unit changes the text's length after it
+        unit = re.search(r"(?<=[\d \t])(?:[A-Za-z]+|张卡|张|卡|块|个|步|轮|人)$", m.group())
+        said = INSTEAD.match(text, m.end())  # no unit: the key before it names it ("lr not 1e-5 -> 2e-6")
+        new = (f"{' ' * (said.start(1) - m.start())}{said.group(1)}{' ' + unit.group() if unit else ''}" if said
+               else " " * (m.end() - m.start()))
+        text = text[:m.start()] + new + text[said.end() if said else m.end():]
     notes += [f"Read as turned down, never planned: {'; '.join(repr(m.group()) for m in turned_down)}."] if turned_down else []
-    return "".join(chars), notes
+    return text, notes
 
 
 _DECLINED = (r"(?:\bno\b|\bnot\b|\bwithout\b|\binstead\s+of\b|\brather\s+than\b|\bunlike\b|\bvs\.?|\bversus\b|"

@@ -64,11 +64,14 @@ def pick_family(text: str, families: list[Manifest]) -> tuple[Manifest, list[str
 
 def turn_based_game(text: str) -> tuple[Manifest, list[str]] | None:
     """The generic skeleton (a family without keywords) and its note, when the spec names a turn-based game
-    its words list ("tic-tac-toe", "Nim", "liar's dice", "回合制") and no family's keywords occur."""
+    its words list ("tic-tac-toe", "Nim", "liar's dice", "回合制") and no family's keywords occur; the game of a
+    "game:" line is the one named, else the first."""
     for skeleton in (f for f in list_families() if not f.keywords):
         words = family_words(skeleton.path)
         games = "|".join(f"(?:{words[k]})" for k in ("two_player_games", "turn_based_games") if k in words)
-        if games and (game := re.search(games, text, re.IGNORECASE)):
+        named = list(re.finditer(games, text, re.IGNORECASE)) if games else []
+        keyed = [m for m in named if re.search(r"\bgame\s*[:：=]\s*$", text[text.rfind("\n", 0, m.start()) + 1:m.start()], re.I)]
+        if game := (keyed or named or [None])[0]:  # "game: Connect Four" before "run 11 (tic-tac-toe)"
             return skeleton, [f"The spec names {game.group()!r}, a turn-based game no family plans by itself: planned "
                               f"with the generic {skeleton.name} skeleton (seats, turns and rewards). Its project "
                               "plays a placeholder game (Nim) until you write your game's rules in game_rules.py."]

@@ -33,6 +33,8 @@ import json
 import re
 from contextlib import suppress
 
+from vibe_rl.planner.layouts import read_layouts
+
 ABBREVIATIONS = {"wis": "who is spy", "wisp": "who is spy", "ww": "werewolves", "wwf": "werewolves"}
 _KEYS = r"bs|n|lr|steps?|gpus?|temp|t|players?|spies|rounds?|days?|seed|ports?|mt|ctx"
 _KEY_NAMES = {"mt": "max tokens", "ctx": "max model len", "temp": "temperature", "t": "temperature"}
@@ -173,23 +175,27 @@ def glued(text: str) -> tuple[str, list[str]]:
 
 
 # key_lines' patterns in the order it runs them (an example of each: the module docstring)
-_BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])")
+_BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])|\*\*([^*\n]{1,60}?)\*\*")
 _SPEAKER = r"[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*"  # a chat line's "alice: "
 _CHAT_PREFIX = re.compile(rf"^[ \t]*[\[(]?\d{{1,2}}:\d{{2}}(?::\d{{2}})?[\])]?[ \t]+{_SPEAKER}", re.MULTILINE)
 _ARROW = re.compile(r"(?:(?<![\w.])|从[ \t]*)[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>|⇒|(?<=[\d \t])[降减升增提调改][低高大小]?"
                     r"(?:到|至|成|为))[ \t]*(?=[-+]?\d)")  # "lr 1e-6 -> 3e-7", "lr 从 1e-6 降到 3e-7"
+# a key line's change of a word value: "opponent: gpt-4o-mini -> claude-3-5-sonnet" (not languages: "zh -> en")
+_KEY_ARROW = re.compile(r"^([ \t]*(?:[-*][ \t]+)?[A-Za-z][\w /-]{0,30}[:：=][ \t]*)(?![a-z]{2}[ \t]*(?:->|→))[^\s:>]+"
+                        r"(?:[ \t]+[^\s:>-]+)?[ \t]*(?:->|→|=>)[ \t]*(?=\S)", re.MULTILINE)
 _QA = re.compile(r"^([ \t]*)(?:Q|问)[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)[ \t]*[:：.][ \t]*(\S.*)$",
                  re.MULTILINE)
 _CHAT_QA = re.compile(rf"^([ \t]*)(?:{_SPEAKER})?((?:how many|how much|number of|几个|几张|多少)[^?？\n:：]{{1,30}}?)"
                       rf"[ \t]*[?？][ \t]*\n[ \t]*(?:{_SPEAKER})?(\d+(?:\.\d+)?(?:e-?\d+)?)(?=[ \t]*(?:[.,，。;；]|$))", re.M | re.I)
 _ASKED = r"^(?:how many|how much|which|what(?: is| are)?(?: the)?|number of|几个|几张|多少|哪个)\s*"
 _ASIDE_KEY = re.compile(r"^([ \t]*(?:[A-Za-z][\w -]{0,30}?\b)?(?:players?|spies|wolves|werewolves|villagers|civilians|size|"
-                        r"batch|gpus?|cards|lr|rate|steps|tokens|samples|temperature|rounds|days|turns|port|path|model)"
+                        r"batch|gpus?|cards|lr|rate|steps|tokens|samples|temperature|rounds|days|turns|port|path|model|prompt|"
+                        r"rollouts|interval|checkpoint|freq|frequency)"
                         r"|玩家|卧底|平民|狼人|村民|人数|显卡|卡数|步数|学习率|温度)"
                         r"[ \t]*[(（](?:[^()（）\n\d]|(?<=[A-Za-z])\d+)*[)）][ \t]*(?=[:：=])", re.MULTILINE | re.IGNORECASE)
 _CAPS_KEY = re.compile(r"^([ \t]*)(?:export[ \t]+)?((?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*))(?<!_URL)(?<!_KEY)(?<!_TOKEN)"
                        r"(?<!_SECRET)[ \t]*=[ \t]*(?=(?:-?\d[\d.]*(?:e-?\d+)?|/\S+|\.{1,2}/\S+)[ \t]*$)", re.MULTILINE)
-_DIFF = re.compile(r"^[ \t]*-[ \t]+([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]+(?=\1[ \t]*\2)", re.MULTILINE)
+_DIFF = re.compile(r"^[ \t]*-[ \t]*([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]*(?=\1[ \t]*\2)", re.MULTILINE)
 _SERVERS_TIMES = re.compile(r"\b(\d+|two|both)[ \t]*(servers?|服务器)[ \t]*[x×*][ \t]*(\d+)[ \t]*(gpus?|cards?|卡)",
                             re.IGNORECASE)
 _HEADING = re.compile(r"^[ \t]*#{2,6}[ \t]+([^#\n]{1,40}?)[ \t]*#*[ \t]*\n(?:[ \t]*\n)*"
@@ -201,6 +207,8 @@ _NUMBERED = re.compile(r"(?:(?<=\s)|^)[(（]?(\d{1,2})[)）][ \t]+|^[ \t]*(\d{1,
 # a to-do list item ("- [ ] batch size 24") is still asked for
 _UNTICKED = re.compile(r"(?<![-*] )[\[(][ \t][\])][^\[\]()\n]*?(?=[\[(][ xX✓✔][\])]|$)|[\[(][xX✓✔][\])][ \t]*", re.MULTILINE)
 _FOOTNOTE = re.compile(r"(?<=[^\s\[(,，])\[\d{1,2}\]|^[ \t]*\[\d{1,2}\][ \t]*", re.MULTILINE)  # "负 -1[3]", "[3] ..."
+_KEEP = re.compile(r"(?<=[:：=])([ \t]*)(?:keep(?:[ \t]+it)?(?:[ \t]+at)?|still|stays?(?:[ \t]+at)?|remains?(?:[ \t]+at)?|"
+                   r"unchanged,?|same,?|沿用|保持|还是|照旧)[ \t]*(?=[-+]?\d)", re.IGNORECASE)  # "steps: keep 500"
 _DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
 
 
@@ -214,11 +222,13 @@ def key_lines(text: str) -> tuple[str, list[str]]:
                      flags=re.IGNORECASE)
         return f"{m.group(1)}{key}: {m.group(3)}"
 
-    for pattern, replace, what in ((_BOLD, r"\1", ""),  # emphasis says nothing: no note
+    for pattern, replace, what in ((_BOLD, lambda m: m.group(1) or m.group(2), ""),  # emphasis says nothing: no note
+                                   (_KEEP, r"\1", ""),  # nor does "keep": "steps: keep 500" is "steps: 500"
                                    (_FOOTNOTE, "", "footnote mark(s) ('[1]')"),
                                    (_UNTICKED, "", "form box(es) ('[ ] 2 GPUs  [x] 4 GPUs'): the ticked ones"),
                                    (_CHAT_PREFIX, "", "chat line(s) without their time and speaker"),
                                    (_ARROW, "", "change(s) 'old -> new' as the new value"),
+                                   (_KEY_ARROW, r"\1", "change(s) 'key: old -> new' as the new value"),
                                    (_QA, answer, "question-and-answer line(s) as 'question: answer'"),
                                    (_CHAT_QA, answer, "question(s) answered on the next line as 'question: answer'"),
                                    (_ASIDE_KEY, r"\1", "aside(s) between a key and its colon as the key's"),
@@ -245,6 +255,7 @@ def key_lines(text: str) -> tuple[str, list[str]]:
 
 def expand_terse(text: str) -> tuple[str, list[str]]:
     """(the text with tables, flags, inline assignments and terse tokens as "key: value" parts, notes)."""
+    text, laid = read_layouts(text)
     text, said = key_lines(text)
     text, blocks = json_blocks(text)
     text, servers = server_blocks(text)
@@ -260,7 +271,7 @@ def expand_terse(text: str) -> tuple[str, list[str]]:
         (rows, "Read {} markdown table row(s) as 'key: value' lines."),
         (pipes, "Read the {} ' | ' separator(s) as commas."),
         (count, "Read {} command-line flag(s) ('--key value') as settings.")) if n]
-    return text, said + notes + ([f"Read terse tokens {', '.join(read)}."] if read else [])
+    return text, laid + said + notes + ([f"Read terse tokens {', '.join(read)}."] if read else [])
 
 
 VOCABULARY = (
