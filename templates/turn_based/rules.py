@@ -27,6 +27,8 @@ SEAT = (rf"{_LEARNER}\s*(?:always\s+)?(?:{WORDS['seat_verbs']})?[\s_]*(?:(?:{WOR
         rf"\s*(?:#|number|no\.?)?\s*[:：=]?\s*(\d+)"
         rf"|{_LEARNER}\s*(?:always\s+)?(?:{WORDS['side_verbs']})?\s*(?:(?:{WORDS['sides']})\s*(?:方|棋|stones?|pieces?)?"
         rf"(?:{WORDS['side_link']}))?{ORD}|{_LEARNER}[^.;,\n]{{0,30}}?\b(?:{WORDS['order_verbs']})\s+[*_]{{0,2}}{ORD}")
+# "训练的模型坐在第 3 个位置": counted from 1 unless a 0-based word follows ("第 2 个位置（从 0 开始数）")
+ZH_SEAT = rf"{_LEARNER}\s*(?:坐在|坐|在|位于|是)?\s*第\s*(\d+)\s*个?\s*(?:位置|座位|号位|位)"
 # What restates the seat right after it: "seat 2 (moves second)", "seat 2 (1-based)", "= 2, # 0-based", "first (seat 0)"
 AGAIN = rf"\W*(?:(?:moves|goes|plays)\s+)?{ORD}|\W*([01])[\s-]*(?:based|indexed)|\W*seat\s*(\d+)"
 # "the learner is player 2 of 3": players are counted from 1 unless the spec says 0-based
@@ -81,6 +83,9 @@ def learner_seat(facts: Facts) -> Found | None:
         elif not (order and ORDER[order.lower()] == seat or number and not said.isdigit() and int(number) - seat in (0, 1)):
             again = None  # it says something else: not read with the seat
         return Found(seat, m.start(), m.end() + (again.end() if again else 0))
+    if zh := facts.src.search(ZH_SEAT, mark=False):
+        zero = re.match(rf"\W{{0,3}}(?:{WORDS['zero_based']})", facts.text[zh.end():], re.IGNORECASE)
+        return Found(int(zh.group(1)) - (not zero), zh.start(), zh.end() + (zero.end() if zero else 0))
     if (player := facts.src.search(PLAYER_NUMBER, mark=False)) is None:
         return None
     zero, end = re.search(WORDS["zero_based"], facts.text, re.IGNORECASE), player.end()

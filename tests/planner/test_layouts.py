@@ -54,3 +54,21 @@ def test_the_value_said_instead_of_a_turned_down_one_takes_its_unit():
 def test_a_turned_down_value_with_nothing_instead_is_only_blanked():
     text, _ = blank_background("4 GPUs rather than 8, batch 16")
     assert " ".join(text.split()) == "4 GPUs , batch 16"
+
+
+def test_settings_of_one_prefix_become_one_servers_line():
+    from vibe_rl.planner.layouts import read_layouts as read
+    text, notes = read('DETECTOR_MODEL = "/m/q3b"   # agent 2\nDETECTOR_GPUS = 2\nNUM_GPUS = 6\nLR = 1e-6')
+    assert text.split("\n") == ["detector: /m/q3b, 2 GPUs  # agent 2", "", "NUM_GPUS = 6", "LR = 1e-6"]
+    assert notes
+
+
+def test_a_quoted_earlier_message_is_background_when_the_reply_says_values():
+    text, notes = blank_background("> 4 GPUs\n> lr 1e-6\nUse 8 GPUs, lr 5e-7 and batch 32.")
+    assert text.split("\n")[2] == "Use 8 GPUs, lr 5e-7 and batch 32." and not text.split("\n")[0].strip()
+    assert "quoted earlier message" in notes[0]
+
+
+def test_a_quoted_message_answered_without_values_is_the_spec():
+    text, notes = blank_background("> 4 GPUs\n> lr 1e-6\nLooks good, go ahead.")
+    assert text.startswith("> 4 GPUs") and not notes

@@ -4,6 +4,7 @@ the lr to 1e-7", "maybe later 16 GPUs"). They describe another training, so no r
 there never sets a field, a method there never refuses the spec, and a value there never contradicts this
 spec's. Each such part is blanked (spaces, so every other offset stays) before any rule runs, and said in a
 note. A part ends at the end of its sentence or where the writer comes back to now ("this time", "这次").
+An email's quoted earlier message ("> ...") is background when the reply says values of its own.
 A value the spec turns down ("not 8 GPUs", "4 GPUs rather than 8", "不要 8 卡") is blanked too, and noted.
 
 Also here: asks no vibe-rl project can hold (`check_supported`: images, video or audio as input, e.g.
@@ -58,6 +59,10 @@ INSTEAD = re.compile(r"[ \t]*(?:[(（][^()（）\n]*[)）][ \t]*)?(?:[,，;；][
 # A date heading alone on its line ("## 2026-11-27", "2026/11/28:", "11-29 (Fri)"): with two or more, the spec is a
 # log and only the last entry is this training
 _DATED = re.compile(r"^[ \t]*#*[ \t]*(?:\d{4}[-/.])?\d{1,2}[-/.]\d{1,2}(?:[ \t]*\([^)\n]{1,12}\))?[ \t]*[:：]?[ \t]*$", re.MULTILINE)
+# An email's quoted earlier message ("> On Tue ... wrote:", "> - 4 GPUs"): background when the reply around it says
+# values of its own (else the quote is the spec: "> 8 GPUs, lr 1e-6" / "Looks good, go")
+_QUOTED = re.compile(r"^[ \t]*>[^\n]*$", re.MULTILINE)
+_VALUE = re.compile(r"(?<![\w.])(?:\d[\d.]*(?:e-?\d+)?|\.{0,2}/[\w./-]+)")
 _BLOCK_LINE = re.compile(r"\n[ \t]+\S[^\n]*|\n[ \t]*[-*][ \t]+[^\n]*")  # an indented or list line of a block
 
 
@@ -93,6 +98,12 @@ def blank_background(text: str) -> tuple[str, list[str]]:
         head, stop = dated[0].end(), dated[-1].start()
         chars[head:stop] = [c if c.isspace() else " " for c in chars[head:stop]]
         parts.append(f"the log entries before {dated[-1].group().strip(' #')}")
+    if len(lines := list(_QUOTED.finditer(text))) > 1:
+        reply = "".join(c for i, c in enumerate(chars) if not any(m.start() <= i < m.end() for m in lines))
+        if len(_VALUE.findall(reply)) >= 3:
+            for m in lines:
+                chars[m.start():m.end()] = [" "] * (m.end() - m.start())
+            parts.append(f"the quoted earlier message ({len(lines)} '>' lines)")
     quoted = "; ".join(repr(p if len(p) <= 80 else p[:77] + "...") for p in parts)
     notes = [f"Read as background (another, an earlier or a possible later training), not as settings of this one: "
              f"{quoted}. State a value as this training's to have it planned."] if parts else []

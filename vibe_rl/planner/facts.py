@@ -127,9 +127,10 @@ def _qualified(text: str, m: re.Match) -> bool:
     return bool(_QUALIFIED_BEFORE.search(text[line_start:m.start()]) or _QUALIFIED_AFTER.match(text[m.end():]))
 
 
-# A bare "N 人" that starts its part (or follows the game's name: "狼人杀 12 人 4狼"), never "每队 3 人"
+# A bare "N 人" that starts its part (or follows the game's name or "this time": "狼人杀 12 人 4狼", "这次 8 人 2 卧底"),
+# never "每队 3 人"
 _BARE_PEOPLE = re.compile(
-    r"(?:^|(?<=[\n,，;；:：。(（])|(?<=谁是卧底)|(?<=狼人杀)|(?<=棋))(\s*)(\d+|[一二三四五六七八九十两]+)\s*人(?![\w局])"
+    r"(?:^|(?<=[\n,，;；:：。(（])|(?<=谁是卧底)|(?<=狼人杀)|(?<=棋)|(?<=这次)|(?<=这回)|(?<=本次)|(?<=改成))(\s*)(\d+|[一二三四五六七八九十两]+)\s*人(?![\w局])"
     r"(?=\s*(?:$|[\n,，;；。)）]|\d+\s*(?:个|名)?\s*(?:卧底|狼|民|神|平民)|[一二三四五六七八九十两]+\s*(?:个|名)?\s*(?:卧底|狼)))",
     re.MULTILINE)
 

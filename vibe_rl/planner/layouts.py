@@ -6,6 +6,8 @@
   context lines (" model_path: ...") lose their leading space;
 - a Makefile's or shell's assignments: "LR ?= 2e-6", "NGPU := 4" as "LR=2e-6" (read then as any upper-case
   setting); a reference to one ("--lr $(LR)", "${NGPU}") says no value, so it is dropped;
+- one server's settings under one prefix ("DETECTOR_MODEL = "/m/q3b"", "DETECTOR_GPUS = 2") as one line,
+  "detector: /m/q3b, 2 GPUs", as a spec says a server in prose;
 - tab-separated rows (pasted from a spreadsheet): a header row over one row of values as one "header: value" line
   a cell; over several rows, as a markdown table (two columns: three rows at least);
 - LaTeX: commands as plain text ("\\texttt{/m/q7b}" -> "/m/q7b", "server~1" -> "server 1", "$1\\times10^{-6}$" ->
@@ -23,6 +25,12 @@ _DIFF_LINE = re.compile(r"[-+ @]")
 _MAKE_ASSIGN = re.compile(r"^([ \t]*(?:export[ \t]+)?(?-i:[A-Z][A-Z0-9_]*))[ \t]*(?:\?=|:=|::=|\+=)[ \t]*", re.MULTILINE)
 _REFERENCE = re.compile(r"(?:--?[A-Za-z][\w-]*(?:[ \t]+|=))?\$(?:\([A-Za-z_]\w*\)|\{[A-Za-z_]\w*\})")
 
+# "DETECTOR_MODEL = "/m/q3b"" and "DETECTOR_GPUS = 2": one server's settings under one prefix (group 1)
+_PREFIXED = re.compile(r"^[ \t]*(?:export[ \t]+)?((?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*?))_(?-i:(MODEL_PATH|MODEL|PATH|CKPT|"
+                       r"NUM_GPUS|N_GPUS|NGPUS?|GPUS|PORT))[ \t]*(?:\?=|:=|=)[ \t]*[\"']?([^\"'\s#]+)[\"']?[ \t]*(#[^\n]*)?$",
+                       re.MULTILINE)
+_NOT_A_SERVER = {"NUM", "N", "MAX", "TOTAL", "DEFAULT", "BASE", "HF", "CUDA", "OPENAI", "JUDGE", "STATIC", "OPP", "OPPONENT"}
+
 _LATEX = re.compile(r"\\(?:begin|end|(?:sub)*section|texttt|textbf|emph|toprule|midrule|hline)\b")
 _LATEX_TEXT = re.compile(r"\\(?:texttt|textbf|textit|emph|mathrm|text|textsc|url|path)\{([^{}]*)\}")
 _LATEX_LAYOUT = re.compile(r"^[ \t]*\\(?:begin|end|toprule|midrule|bottomrule|hline|centering|caption|label|"
@@ -37,6 +45,7 @@ def read_layouts(text: str) -> tuple[str, list[str]]:
     notes = []
     for rewrite, note in ((_diff, "Read a unified diff: its new side ('+' lines), the old side ('-' lines) dropped."),
                           (_make, "Read Makefile assignment(s) ('LR ?= 2e-6') as settings; '$(LR)' references carry no value."),
+                          (_prefixed, "Read settings of one prefix ('DETECTOR_MODEL', 'DETECTOR_GPUS') as one server's line."),
                           (_tab_rows, "Read tab-separated row(s) as a table: each header names its cell."),
                           (_latex, "Read LaTeX markup as plain text, its tabular rows as table rows.")):
         text, found = rewrite(text)
@@ -63,6 +72,24 @@ def _make(text: str) -> tuple[str, bool]:
     if assigned:
         text = _REFERENCE.sub("", text)
     return text, bool(assigned)
+
+
+def _prefixed(text: str) -> tuple[str, bool]:
+    groups: dict[str, list[re.Match]] = {}
+    for m in _PREFIXED.finditer(text):
+        groups.setdefault(m.group(1), []).append(m)
+    edits = []
+    for prefix, said in groups.items():
+        if prefix in _NOT_A_SERVER or len({m.group(2) for m in said}) < 2:
+            continue
+        values = [f"{m.group(3)} GPUs" if "GPU" in m.group(2) else f"port {m.group(3)}" if m.group(2) == "PORT"
+                  else m.group(3) for m in said]
+        comments = " ".join(m.group(4) or "" for m in said).strip()
+        line = f"{prefix.lower().replace('_', ' ')}: {', '.join(values)}" + (f"  {comments}" if comments else "")
+        edits += [(said[0].start(), said[0].end(), line)] + [(m.start(), m.end(), "") for m in said[1:]]
+    for start, end, line in sorted(edits, reverse=True):
+        text = text[:start] + line + text[end:]
+    return text, bool(edits)
 
 
 def _tab_rows(text: str) -> tuple[str, bool]:

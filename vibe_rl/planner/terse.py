@@ -183,8 +183,11 @@ _ARROW = re.compile(r"(?:(?<![\w.])|从[ \t]*)[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>
 # a key line's change of a word value: "opponent: gpt-4o-mini -> claude-3-5-sonnet" (not languages: "zh -> en")
 _KEY_ARROW = re.compile(r"^([ \t]*(?:[-*][ \t]+)?[A-Za-z][\w /-]{0,30}[:：=][ \t]*)(?![a-z]{2}[ \t]*(?:->|→))[^\s:>]+"
                         r"(?:[ \t]+[^\s:>-]+)?[ \t]*(?:->|→|=>)[ \t]*(?=\S)", re.MULTILINE)
-_QA = re.compile(r"^([ \t]*)(?:Q|问)[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)[ \t]*[:：.][ \t]*(\S.*)$",
+_QA = re.compile(r"^([ \t]*)(?:Q|问)\d{0,2}[ \t]*[:：.][ \t]*(.+?)[ \t]*[?？]?[ \t]*\n?[ \t]*(?:A|答)\d{0,2}[ \t]*[:：.][ \t]*(\S.*)$",
                  re.MULTILINE)
+# two keys over two values: "lr / bs: 1e-6 / 32", "学习率和 batch: 1e-6 / 32"
+_PAIRED = re.compile(r"^([ \t]*(?:[-*][ \t]+)?)([^\n:：/]{1,30}?)[ \t]*(?:/|和|and|&)[ \t]*([^\n:：/]{1,30}?)[ \t]*[:：=][ \t]*"
+                     r"([-+]?\d[\w.+-]*)[ \t]*/[ \t]*([-+]?\d[\w.+-]*)[ \t]*$", re.MULTILINE)
 _CHAT_QA = re.compile(rf"^([ \t]*)(?:{_SPEAKER})?((?:how many|how much|number of|几个|几张|多少)[^?？\n:：]{{1,30}}?)"
                       rf"[ \t]*[?？][ \t]*\n[ \t]*(?:{_SPEAKER})?(\d+(?:\.\d+)?(?:e-?\d+)?)(?=[ \t]*(?:[.,，。;；]|$))", re.M | re.I)
 _ASKED = r"^(?:how many|how much|which|what(?: is| are)?(?: the)?|number of|几个|几张|多少|哪个)\s*"
@@ -194,7 +197,8 @@ _ASIDE_KEY = re.compile(r"^([ \t]*(?:[A-Za-z][\w -]{0,30}?\b)?(?:players?|spies|
                         r"|玩家|卧底|平民|狼人|村民|人数|显卡|卡数|步数|学习率|温度)"
                         r"[ \t]*[(（](?:[^()（）\n\d]|(?<=[A-Za-z])\d+)*[)）][ \t]*(?=[:：=])", re.MULTILINE | re.IGNORECASE)
 _CAPS_KEY = re.compile(r"^([ \t]*)(?:export[ \t]+)?((?-i:[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*))(?<!_URL)(?<!_KEY)(?<!_TOKEN)"
-                       r"(?<!_SECRET)[ \t]*=[ \t]*(?=(?:-?\d[\d.]*(?:e-?\d+)?|/\S+|\.{1,2}/\S+)[ \t]*$)", re.MULTILINE)
+                       r"(?<!_SECRET)[ \t]*=[ \t]*(?=(?:-?\d[\d.]*(?:e-?\d+)?|/\S+|\.{1,2}/\S+|[A-Za-z][\w.:-]*)[ \t]*(?:#[^\n]*)?$)",
+                       re.MULTILINE)  # a value alone on its line, or before a comment ("TRAIN_TEAM=civilian  # 只训平民")
 _DIFF = re.compile(r"^[ \t]*-[ \t]*([\w .-]+?)[ \t]*([:：=])[^\n]*\n[ \t]*\+[ \t]*(?=\1[ \t]*\2)", re.MULTILINE)
 _SERVERS_TIMES = re.compile(r"\b(\d+|two|both)[ \t]*(servers?|服务器)[ \t]*[x×*][ \t]*(\d+)[ \t]*(gpus?|cards?|卡)",
                             re.IGNORECASE)
@@ -220,6 +224,9 @@ def key_lines(text: str) -> tuple[str, list[str]]:
         key = re.sub(_ASKED, "", m.group(2).strip(), flags=re.IGNORECASE)
         key = re.sub(r"^(?:who|which roles?)\s+(?:learns?|trains?|is trained|are trained|train)$", "trainable", key,
                      flags=re.IGNORECASE)
+        said = re.match(r"[-+]?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])", m.group(3))
+        if said and (asked := re.search(r"多少|几", key)):  # "单局最多多少回合？ 20" -> "单局最多 20 回合"
+            return f"{m.group(1)}{key[:asked.start()]} {said.group()} {key[asked.end():]}{m.group(3)[said.end():]}"
         return f"{m.group(1)}{key}: {m.group(3)}"
 
     for pattern, replace, what in ((_BOLD, lambda m: m.group(1) or m.group(2), ""),  # emphasis says nothing: no note
@@ -231,6 +238,7 @@ def key_lines(text: str) -> tuple[str, list[str]]:
                                    (_KEY_ARROW, r"\1", "change(s) 'key: old -> new' as the new value"),
                                    (_QA, answer, "question-and-answer line(s) as 'question: answer'"),
                                    (_CHAT_QA, answer, "question(s) answered on the next line as 'question: answer'"),
+                                   (_PAIRED, r"\1\2: \4, \3: \5", "key pair(s) ('lr / bs: 1e-6 / 32') as two settings"),
                                    (_ASIDE_KEY, r"\1", "aside(s) between a key and its colon as the key's"),
                                    (_CAPS_KEY, lambda m: f"{m.group(1)}{m.group(2).lower()}=",
                                     "upper-case setting(s) ('NUM_PLAYERS=8') as settings"),
