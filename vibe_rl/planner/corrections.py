@@ -101,10 +101,14 @@ def _edits(text: str, start: int, end: int, lead: tuple[int, int]) -> tuple[list
     fixes = [(old, new.text, new.start, new.end) for new in _values(text, start, end)
              if (old := _earlier(text, start, new.kind, _scope(text, new.start))) is not None]
     if not fixes and (bare := re.match(_BARE, text[start:end], re.IGNORECASE)):
-        said_before = f"{text[slice(*lead)]} {bare.group(1)}"  # "batch" + "16": the field word names the kind
+        # "batch" + "16": the field word names the kind; "Batch size... sixteen, no wait, thirty two": in place of
+        # the value the part ends with
+        said_before = re.sub(rf"(?:\d[\d.]*(?:e-?\d+)?|{WORD_NUMBER}|{CN_NUMBER})\s*$", "", text[slice(*lead)].rstrip(),
+                             flags=re.IGNORECASE) + f" {bare.group(1)}"
         kind = next((v.kind for v in _values(said_before, 0, len(said_before)) if v.text == bare.group(1)), None)
         old = _earlier(text, lead[1] if kind else start, kind, "")
-        if old is not None and (kind or (start - old.end <= 60 and "\n" not in text[old.end:start])):
+        if old is not None and (kind or (start - old.end <= 60 and "\n" not in text[old.end:start]
+                                and not re.search(r"[.。!！?？](?=\s)", text[old.end:start]))):  # the same sentence
             fixes = [(old, bare.group(1), start + bare.start(1), start + bare.end(1))]
         elif kind is None and (asked := _asked(text, lead[0])):  # the value the question asks for: "lr 2e-6"
             a, b = start + bare.start(1), start + bare.end(1)

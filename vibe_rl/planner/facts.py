@@ -20,7 +20,8 @@ players, 2 of whom are spies", so each family's rules read both numbers; "two of
 are spies"; "a two-spy game" -> "two spies"; "两人对局" / "双人对战" -> "2 名玩家对局" (a player count every family
 reads); a bare "N 人" alone in its part or before a role count ("，2 人，", "谁是卧底 6 人 1 卧底") or spoken
 ("12个人那种") -> "N 名玩家"; a Chinese filler adverb between a word and its number is blanked ("lr 先 2e-6", "卡就用 4
-张": "lr   2e-6", "卡 用 4 张"), so the word stands next to its number.
+张": "lr   2e-6", "卡 用 4 张"), so the word stands next to its number; so are spoken fillers ("um", "嗯", "let's
+say": "Save every, um, fifty steps").
 """
 
 from __future__ import annotations
@@ -139,10 +140,16 @@ _BARE_PEOPLE = re.compile(
 _FILLER = re.compile(r"(?<=[A-Za-z\u4e00-\u9fff])([ \t]*)(?:先|就|这次|这回|暂时|暂且)(?=\s*(?:用|设为?|给|开)?\s*\d)")
 
 
+# Spoken fillers between a word and its number: "Save every, um, fifty steps", "GPUs, let's say eight", "嗯"
+_SPOKEN = re.compile(r"[,，]?[ \t]*(?:\b(?:um+|uh+|erm|hmm+)\b|嗯+|\blet'?s\s+say\b(?=[ \t]*[\w.])|(?<=,)[ \t]*like[ \t]*(?=,))[,，]?"
+                     r"(?:[ \t]*\bthe\b(?=[ \t]+the\b))?", re.IGNORECASE)  # "train the, like, the werewolves"
+
+
 def rewrite_counts(text: str) -> tuple[str, list[str]]:
     """(the text with the count phrasings of the module docstring rewritten, notes)."""
     notes: list[str] = []
     text = _FILLER.sub(lambda m: m.group(1) + " " * (len(m.group()) - len(m.group(1))), text)
+    text = _SPOKEN.sub(lambda m: " " * len(m.group()), text)
 
     def of_the(m: re.Match) -> str:
         notes.append(f"Read {m.group()!r} as {m.group(2)} {m.group(3)}, {m.group(1)} of whom {m.group(4)} ...")

@@ -35,7 +35,11 @@ PATTERNS = [  # each with the groups (mantissa, sign, exponent)
     rf"(?:{_MANTISSA}\s+times\s+)?\b(?:10|ten)\s+to\s+the\s+(minus|negative|-)?\s*(\d+|[a-z]+?)(?:st|nd|rd|th)?"
     rf"(?:\s+power)?\b",
     rf"(?<![零一二两三四五六七八九])(十万|百万|千万|[十百千万亿])分之\s*(\d+|{_CN_INT})",  # "百万分之一": 1e-6
+    rf"(?:(?<![\w.])(\d+(?:\.\d+)?)|({WORD_NUMBER}))\s+e\s+(minus|negative)\s*(\d+|{WORD_NUMBER})\b",  # "one e minus six"
 ]
+# A decimal said in words: "zero point eight", "one point five" (the digits after "point" one word each)
+_DIGIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+_SPOKEN_DECIMAL = rf"\b(zero|{WORD_NUMBER})\s+point((?:\s+(?:{'|'.join(_DIGIT_WORDS)})\b)+)"
 _PER = {"十": 1, "百": 2, "千": 3, "万": 4, "十万": 5, "百万": 6, "千万": 7, "亿": 8}
 
 
@@ -58,8 +62,19 @@ def rewrite_scientific(text: str) -> tuple[str, list[str]]:
     """(the text with each scientific phrase as `5e-7`, one note listing the rewrites)."""
     read: list[str] = []
 
+    def decimal(m: re.Match) -> str:
+        plain = f"{0 if m[1].lower() == 'zero' else to_int(m[1].lower())}." + "".join(
+            str(_DIGIT_WORDS.index(w)) for w in m[2].lower().split())
+        read.append(f"{m.group()!r} as {plain}")
+        return plain
+
+    text = re.sub(_SPOKEN_DECIMAL, decimal, text, flags=re.IGNORECASE)
+
     def replace(m: re.Match) -> str:
-        mantissa, sign, exponent = m.groups() if len(m.groups()) == 3 else (m[2], "-", str(_PER[m[1]]))
+        groups = m.groups()
+        if len(groups) == 4:  # "one e minus six": a mantissa in digits or in words
+            groups = (groups[0] or groups[1], groups[2], groups[3])
+        mantissa, sign, exponent = groups if len(groups) == 3 else (m[2], "-", str(_PER[m[1]]))
         try:
             plain = f"{_number(mantissa) if mantissa else '1'}e{'-' if sign else ''}{_number(exponent)}"
         except (KeyError, ValueError):

@@ -12,14 +12,15 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from vibe_rl.planner.text import NUM, Found, SpecText, part_around, to_int
+from vibe_rl.planner.text import NUM, WORD_NUMBER, Found, SpecText, part_around, to_int
 
 # GPU models people count in ("8x H100", "4 张 A800", "2 张 4090", "two RTX 3090s", "4 L40S")
 GPU_MODEL = r"(?:[ahbv]\d{2,3}|l\d{1,2}s?|(?:rtx\s*)?[1-5]0[5-9]0(?:\s*ti)?)s?"
 GPU = (rf"{NUM}\s*(?:[x*×]\s*)?(?:张|块|个|台)?\s*(?:(?:gpus?|cards?|{GPU_MODEL})(?![a-z0-9])|显卡|卡)"
        rf"|(?:gpus?|显卡|卡数|(?<![每各])卡|gpu\s*数量?)\s*(?:[:：=]|is|数为)\s*{NUM}"
        rf"|(?:gpus?|显卡|(?<![每各])卡)\s*(?:给你|给|用|有|就|共|一共)?\s*{NUM}\s*(?:张|块)"  # "卡给你 8 张", "GPU 用 4 张"
-       r"|(?:gpus?|显卡)[ \t]+(\d{1,2})(?![\d.\w])")  # "显卡 4" (never a card's model: "显卡 4090")
+       rf"|(?:gpus?|显卡)[ \t]+(\d{{1,2}}(?![\d.\w])|{WORD_NUMBER}(?![ \t]*(?:gpus?|cards?|nodes?)\b))")  # "显卡 4", "GPUs eight"
+# (never a card's model: "显卡 4090")
 SERVER = rf"(?:swarm\s*)?(?:server|srv|服务器)\s*#?{NUM}(?![\d.])(?!\s*(?:张|块|个)?\s*(?:卡|gpus?\b|显卡|cards?))"
 PORT = r"(?:端口|ports?)\s*(?:号)?\s*(?:[:：=]|is|are|of)?\s*(\d{2,5})((?:\s*(?:,|，|、|/|and|和|与)\s*\d{4,5})*)"
 PER_SERVER = (r"\beach\b|\bper\s+(?:swarm\s+)?server\b|apiece|分别|各(?:自|用)?|每(?:个|台)?\s*(?:swarm\s*)?"

@@ -175,7 +175,7 @@ def glued(text: str) -> tuple[str, list[str]]:
 
 
 # key_lines' patterns in the order it runs them (an example of each: the module docstring)
-_BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])|\*\*([^*\n]{1,60}?)\*\*")
+_BOLD = re.compile(r"(?:\*\*|__)([^*_\n]{1,40}?)(?:\*\*|__)(?=[ \t]*[:：=])|\*\*([^*\n]{1,60}?)\*\*|`([^`\n]{1,60}?)`")
 _SPEAKER = r"[A-Za-z][\w.-]{0,19}[ \t]*[:：][ \t]*"  # a chat line's "alice: "
 _CHAT_PREFIX = re.compile(rf"^[ \t]*[\[(]?\d{{1,2}}:\d{{2}}(?::\d{{2}})?[\])]?[ \t]+{_SPEAKER}", re.MULTILINE)
 _ARROW = re.compile(r"(?:(?<![\w.])|从[ \t]*)[-+]?\d[\w.+-]*?[ \t]*(?:->|→|=>|⇒|(?<=[\d \t])[降减升增提调改][低高大小]?"
@@ -211,6 +211,7 @@ _NUMBERED = re.compile(r"(?:(?<=\s)|^)[(（]?(\d{1,2})[)）][ \t]+|^[ \t]*(\d{1,
 # a to-do list item ("- [ ] batch size 24") is still asked for
 _UNTICKED = re.compile(r"(?<![-*] )[\[(][ \t][\])][^\[\]()\n]*?(?=[\[(][ xX✓✔][\])]|$)|[\[(][xX✓✔][\])][ \t]*", re.MULTILINE)
 _FOOTNOTE = re.compile(r"(?<=[^\s\[(,，])\[\d{1,2}\]|^[ \t]*\[\d{1,2}\][ \t]*", re.MULTILINE)  # "负 -1[3]", "[3] ..."
+_GPUS_TOTAL = re.compile(r"\bgpus?[_-]total\b|\bnum_?gpus_total\b", re.IGNORECASE)  # "gpus_total: 8"
 _KEEP = re.compile(r"(?<=[:：=])([ \t]*)(?:keep(?:[ \t]+it)?(?:[ \t]+at)?|still|stays?(?:[ \t]+at)?|remains?(?:[ \t]+at)?|"
                    r"unchanged,?|same,?|沿用|保持|还是|照旧)[ \t]*(?=[-+]?\d)", re.IGNORECASE)  # "steps: keep 500"
 _DASH = re.compile(r"[ \t]+(?:—|–|--)[ \t]+(?=[-+]?\d|\.{0,2}/)")
@@ -229,8 +230,9 @@ def key_lines(text: str) -> tuple[str, list[str]]:
             return f"{m.group(1)}{key[:asked.start()]} {said.group()} {key[asked.end():]}{m.group(3)[said.end():]}"
         return f"{m.group(1)}{key}: {m.group(3)}"
 
-    for pattern, replace, what in ((_BOLD, lambda m: m.group(1) or m.group(2), ""),  # emphasis says nothing: no note
-                                   (_KEEP, r"\1", ""),  # nor does "keep": "steps: keep 500" is "steps: 500"
+    for pattern, replace, what in ((_BOLD, lambda m: m.group(1) or m.group(2) or m.group(3), ""),  # emphasis says nothing: no note
+                                   (_KEEP, r"\1", ""),
+                                   (_GPUS_TOTAL, "total gpus", ""),  # nor does "keep": "steps: keep 500" is "steps: 500"
                                    (_FOOTNOTE, "", "footnote mark(s) ('[1]')"),
                                    (_UNTICKED, "", "form box(es) ('[ ] 2 GPUs  [x] 4 GPUs'): the ticked ones"),
                                    (_CHAT_PREFIX, "", "chat line(s) without their time and speaker"),
